@@ -1,0 +1,113 @@
+/*
+ * engine.h - the narrow API between a front end (the QEMU device, the trace simulator) and the
+ * SSD model: NAND timing, FTL, buffers.  No QEMU type appears here or below.
+ *
+ * Contract:
+ *  - Time is a 64-bit count of nanoseconds chosen by the caller; it only has to be monotonic
+ *    across calls.  The engine never reads a clock.
+ *  - The engine models state (mapping, validity, wear, buffer metadata) and time; it never sees
+ *    user data.  Front ends move the bytes themselves.
+ *  - nh_engine_submit() is synchronous: it updates the model and returns the absolute time at
+ *    which the request completes.  Requests are in bytes; the engine rounds them to its pages.
+ *  - Every failure is reported through a GError with a message a user can act on; nothing aborts
+ *    on bad input.
+ */
+#ifndef NH_ENGINE_H
+#define NH_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <glib.h>
+
+#include "config.h"
+
+typedef struct NhEngine NhEngine;
+
+typedef enum NhOp {
+    NH_OP_READ,
+    NH_OP_WRITE,
+    NH_OP_TRIM,     /* deallocate: the pages become invalid, GC never copies them */
+    NH_OP_FLUSH,    /* drain volatile state; offset and length are ignored */
+} NhOp;
+
+enum {
+    NH_REQ_FUA      = 1u << 0,  /* write must be durable (on NAND) when it completes */
+    NH_REQ_PRIORITY = 1u << 1,  /* priority request: defers background cleaning (seed 001) */
+};
+
+typedef struct NhRequest {
+    NhOp     op;
+    uint32_t flags;     /* NH_REQ_* */
+    uint64_t offset;    /* bytes from the start of the logical space */
+    uint64_t length;    /* bytes; 0 only for NH_OP_FLUSH */
+    uint16_t stream;    /* NVMe stream identifier, 0 = none */
+} NhRequest;
+
+/*
+ * Create an engine for a logical space of @capacity bytes with the configuration @cfg (which is
+ * validated against @capacity: a geometry too small for it is refused).  The engine keeps its own
+ * copy of @cfg.
+ */
+NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp);
+void nh_engine_free(NhEngine *eng);
+
+/* The configuration in force, with derived values (e.g. blocks=auto) filled in. */
+const NhConfig *nh_engine_config(const NhEngine *eng);
+
+/* Logical capacity the geometry offers after over-provisioning, in bytes. */
+uint64_t nh_engine_logical_capacity(const NhEngine *eng);
+
+/*
+ * Model @req arriving at @now; returns its completion time (>= now).  Fails only for a request
+ * outside the logical space or malformed (zero length), leaving the model unchanged.
+ */
+bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
+                      GError **errp);
+
+/* Is the logical page holding byte @offset mapped (written and not trimmed)? */
+bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset);
+
+/*
+ * Statistics as one JSON document (see docs/statistics.md for every key).  The caller frees the
+ * string with g_free().
+ */
+char *nh_engine_stats_json(const NhEngine *eng, bool pretty);
+
+/* Zero every counter and latency histogram; model state (mapping, wear) is kept. */
+void nh_engine_stats_reset(NhEngine *eng);
+
+/*
+ * Persistence of the model state (mapping, validity, wear, counters) across runs with the same
+ * backing store, in one self-checking file:
+ *  - nh_engine_save() writes the image to @path atomically (temp file + rename), marked clean,
+ *    together with an opaque blob @fe of the front end's own (e.g. SMART counters).
+ *  - nh_engine_load() restores an image written by an engine with the same configuration and
+ *    capacity; on a mismatch or a damaged file it fails and leaves the engine as it was.  *fe
+ *    receives the front end's blob.  If the image is not marked clean (the front end died after
+ *    loading it), only wear and counters are restored; the mapping starts empty and *was_clean is
+ *    false, so the front end can rebuild it with nh_engine_mark_written().
+ *  - nh_engine_state_mark_dirty() flips the image at @path to "not clean" in place, cheaply; a
+ *    front end calls it right after loading so that a crash is recognised on the next start.
+ */
+bool nh_engine_save(const NhEngine *eng, const char *path, const void *fe, size_t fe_len,
+                    GError **errp);
+bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clean,
+                    GError **errp);
+bool nh_engine_state_mark_dirty(const char *path, GError **errp);
+
+/* Wear summary, for SMART's Percentage Used: erase counts and the cell's P/E-cycle rating. */
+typedef struct NhWear {
+    uint32_t erase_min, erase_max;
+    double   erase_mean;
+    uint32_t pe_cycles;
+} NhWear;
+void nh_engine_wear(const NhEngine *eng, NhWear *wear);
+
+/*
+ * Rebuild after an unclean stop: mark the range [offset, offset+length) as written, in order,
+ * as if the host had written it once.  Counters are not touched.  Used with the backend's
+ * allocation map so that the model is consistent with the data after a crash.
+ */
+void nh_engine_mark_written(NhEngine *eng, uint64_t offset, uint64_t length);
+
+#endif
