@@ -453,16 +453,23 @@ def sqe(opcode, nsid=0, prp1=0, prp2=0, cdw2=0, cdw3=0, mptr=0, flags=0,
                        mptr, prp1, prp2, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15)
 
 
-class Queue:
-    """One SQ and the CQ it completes to, as the host sees them."""
+class CompletionQueue:
+    """A CQ as the host sees it: where the next entry lands and its phase."""
 
-    def __init__(self, qid, sq_addr, sq_size, cq_addr, cq_size, cqid=None):
+    def __init__(self, cqid, addr, size):
+        self.cqid, self.addr, self.size = cqid, addr, size
+        self.head, self.phase = 0, 1
+        self.done = {}  # (sqid, cid) -> Cqe reaped while waiting for another
+
+
+class Queue:
+    """An SQ and the CQ it completes to (which other SQs may share)."""
+
+    def __init__(self, qid, sq_addr, sq_size, cq):
         self.qid = qid
-        self.cqid = qid if cqid is None else cqid
         self.sq_addr, self.sq_size, self.tail = sq_addr, sq_size, 0
-        self.cq_addr, self.cq_size, self.head, self.phase = cq_addr, cq_size, 0, 1
+        self.cq = cq
         self.next_cid = 0
-        self.done = {}  # completions reaped while waiting for another CID
 
 
 class Controller:
@@ -551,7 +558,7 @@ class Controller:
         # 64-byte SQEs and 16-byte CQEs (2^6, 2^4), 4 KiB pages (MPS=0), NVM.
         self.wr32(REG_CC, CC_EN | (6 << CC_IOSQES_SHIFT) | (4 << CC_IOCQES_SHIFT))
         self.wait_csts(CSTS_RDY, CSTS_RDY)
-        self.admin = Queue(0, asq, admin_entries, acq, admin_entries)
+        self.admin = Queue(0, asq, admin_entries, CompletionQueue(0, acq, admin_entries))
         return self.admin
 
     # command submission
@@ -569,33 +576,33 @@ class Controller:
         self.wr32(self.sq_doorbell(q.qid), q.tail)
         return cid
 
-    def poll(self, q):
-        """Reap the next CQ entry if its phase bit says it is new."""
-        addr = q.cq_addr + q.head * CQE_SIZE
-        if (self.qt.readl(addr + 12) >> 16) & 1 != q.phase:
+    def poll(self, cq):
+        """Reap the next entry of `cq` if its phase bit says it is new."""
+        addr = cq.addr + cq.head * CQE_SIZE
+        if (self.qt.readl(addr + 12) >> 16) & 1 != cq.phase:
             return None
         cqe = Cqe(self.qt.memread(addr, CQE_SIZE))
-        q.head += 1
-        if q.head == q.cq_size:
-            q.head, q.phase = 0, q.phase ^ 1
-        self.wr32(self.cq_doorbell(q.cqid), q.head)
+        cq.head += 1
+        if cq.head == cq.size:
+            cq.head, cq.phase = 0, cq.phase ^ 1
+        self.wr32(self.cq_doorbell(cq.cqid), cq.head)
         return cqe
 
     def wait(self, q, cid, timeout_ns=2_000_000_000, step_ns=100_000):
-        """Step the virtual clock until the completion for `cid` shows up.
-        Completions for other CIDs seen meanwhile are kept for later waits."""
-        waited = 0
-        while cid not in q.done:
-            cqe = self.poll(q)
+        """Step the virtual clock until the completion for `cid` submitted on
+        `q` shows up.  Completions seen meanwhile are kept for later waits."""
+        cq, key, waited = q.cq, (q.qid, cid), 0
+        while key not in cq.done:
+            cqe = self.poll(cq)
             if cqe is not None:
-                q.done[cqe.cid] = cqe
+                cq.done[(cqe.sqid, cqe.cid)] = cqe
                 continue
             if waited >= timeout_ns:
-                raise CommandTimeout(f"no completion for CID {cid} on queue {q.qid} "
+                raise CommandTimeout(f"no completion for CID {cid} of SQ {q.qid} "
                                      f"after {waited} ns of virtual time")
             self.qt.clock_step(step_ns)
             waited += step_ns
-        return q.done.pop(cid)
+        return cq.done.pop(key)
 
     def cmd(self, q, command, **kw):
         return self.wait(q, self.submit(q, command), **kw)
@@ -704,7 +711,7 @@ class Controller:
         cqe, sq_addr = self.create_sq(qid, entries, qid)
         if not cqe.ok:
             raise RuntimeError(f"Create I/O SQ {qid} failed: {cqe}")
-        return Queue(qid, sq_addr, entries, cq_addr, entries)
+        return Queue(qid, sq_addr, entries, CompletionQueue(qid, cq_addr, entries))
 
     # NVM I/O helpers
     def rw(self, q, opcode, slba, nblocks, buf, length, nsid=1, cdw12_flags=0):

@@ -68,7 +68,7 @@ def test_enable_sets_ready(ctrl):
     assert ctrl.cc & nq.CC_EN
     assert ctrl.rd32(nq.REG_AQA) == (15 << 16) | 15
     assert ctrl.rd64(nq.REG_ASQ) == ctrl.admin.sq_addr
-    assert ctrl.rd64(nq.REG_ACQ) == ctrl.admin.cq_addr
+    assert ctrl.rd64(nq.REG_ACQ) == ctrl.admin.cq.addr
     assert ctrl.healthy()
 
 
