@@ -1,0 +1,162 @@
+"""Shared by scripts/vm-exec and scripts/run-vm: options, the guest image,
+the backing disk and the QEMU command line for a guest with the device."""
+import argparse
+import ctypes
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GUEST_DIR = os.path.join(REPO, "build", "guest")
+
+# -icount shift=N makes each guest instruction take 2^N ns of virtual time.
+# 0 (a 1 GHz guest CPU) is the smallest step QEMU offers: guest software
+# costs the least virtual time, so modeled device latencies dominate what
+# the guest measures.  sleep=off lets virtual time jump over idle periods
+# instead of waiting for the host clock, so waiting on the device costs no
+# wall time.
+DEFAULT_ICOUNT_SHIFT = 0
+
+NVME_SERIAL = "nvh0"
+
+
+class Error(Exception):
+    pass
+
+
+def parse_size(text):
+    m = re.fullmatch(r"(\d+)([KMGT]?)(i?B)?", text.strip(), re.IGNORECASE)
+    if not m:
+        raise argparse.ArgumentTypeError("bad size %r (examples: 512M, 1G, 2T)" % text)
+    return int(m.group(1)) << (10 * " KMGT".index(m.group(2).upper() or " "))
+
+
+def add_common_options(ap):
+    ap.add_argument("--device", default="", metavar="KEY=VALUE,...",
+                    help="extra properties appended to -device nvme-hybrid")
+    ap.add_argument("--disk", metavar="PATH",
+                    help="backing image of the NVMe namespace; created sparse with "
+                         "--size when missing, and kept (default: a temporary "
+                         "file, deleted afterwards)")
+    ap.add_argument("--size", type=parse_size, default=parse_size("1G"),
+                    help="size of a new backing image (default 1G)")
+    ap.add_argument("--format", choices=("raw", "qcow2"),
+                    help="backing image format (default: qcow2 if --disk is "
+                         "one, else raw)")
+    ap.add_argument("--icount", nargs="?", type=int, const=DEFAULT_ICOUNT_SHIFT,
+                    metavar="SHIFT",
+                    help="run on QEMU's instruction-count clock, "
+                         "-icount shift=SHIFT,sleep=off (default shift %d: one "
+                         "instruction per ns); guest-observed latency then equals "
+                         "the modeled one, at the cost of wall time"
+                         % DEFAULT_ICOUNT_SHIFT)
+    ap.add_argument("--qemu", default="", metavar="ARGS",
+                    help="extra QEMU arguments (shell-split), added last")
+    ap.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
+    ap.add_argument("--mem", default="1G", help="guest RAM (default 1G)")
+    ap.add_argument("--share", metavar="DIR",
+                    help="host directory mounted at /mnt/share in the guest")
+    ap.add_argument("--qmp", metavar="PATH",
+                    help="QMP unix socket, e.g. for qom-get of the device's stats")
+    ap.add_argument("--qemu-binary", metavar="PATH",
+                    help="QEMU to run (default: $NVME_HYBRID_QEMU, else "
+                         "build/qemu-system-x86_64)")
+    # Developer switch: QEMU's own "nvme" instead of ours, for comparisons
+    # and for working on the guest side while the device is unfinished.
+    ap.add_argument("--nvme-model", default="nvme-hybrid", help=argparse.SUPPRESS)
+
+
+def qemu_binary(opts):
+    candidates = [opts.qemu_binary, os.environ.get("NVME_HYBRID_QEMU"),
+                  os.path.join(REPO, "build", "qemu-system-x86_64"),
+                  os.path.join(REPO, "build", "qemu-build", "qemu-system-x86_64")]
+    for c in candidates:
+        if c and os.access(c, os.X_OK):
+            return c
+    raise Error("no QEMU binary: run ./configure && make, or pass --qemu-binary")
+
+
+def ensure_guest():
+    """Build (or fetch from the cache) the guest image; quick when current.
+    Its progress goes to stderr: stdout belongs to the guest command."""
+    r = subprocess.run([os.path.join(REPO, "guest-images", "build"), GUEST_DIR],
+                       stdout=sys.stderr)
+    if r.returncode != 0:
+        raise Error("building the guest image failed")
+    return GUEST_DIR
+
+
+def qemu_img(qemu):
+    for c in (os.path.join(os.path.dirname(qemu), "qemu-img"), shutil.which("qemu-img")):
+        if c and os.access(c, os.X_OK):
+            return c
+    raise Error("creating a qcow2 image needs qemu-img (Debian package qemu-utils)")
+
+
+def prepare_disk(path, size, fmt, qemu):
+    """Create the backing image if missing; return its format."""
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            found = "qcow2" if f.read(4) == b"QFI\xfb" else "raw"
+        if fmt and fmt != found:
+            raise Error("%s is a %s image, not %s" % (path, found, fmt))
+        return found
+    fmt = fmt or "raw"
+    if fmt == "raw":
+        with open(path, "wb") as f:
+            f.truncate(size)
+    else:
+        r = subprocess.run([qemu_img(qemu), "create", "-q", "-f", "qcow2", path, str(size)])
+        if r.returncode != 0:
+            raise Error("qemu-img could not create %s" % path)
+    return fmt
+
+
+def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
+    """console: the -serial argument (the guest's ttyS0); extra: the
+    caller's own QEMU arguments, placed before the user's --qemu ones."""
+    device = "%s,drive=nvm0,serial=%s" % (opts.nvme_model, NVME_SERIAL)
+    if opts.device:
+        device += "," + opts.device
+    cmd = [qemu,
+           "-L", "/usr/share/qemu", "-L", "/usr/share/seabios",
+           "-machine", "q35", "-accel", "tcg",
+           "-nodefaults", "-display", "none", "-no-reboot",
+           "-smp", str(opts.smp), "-m", opts.mem,
+           "-serial", console,
+           "-kernel", os.path.join(guest, "vmlinuz"),
+           "-initrd", os.path.join(guest, "initrd.img"),
+           "-append", append,
+           # snapshot=on: every boot starts from the pristine image, and
+           # concurrent guests can share it.
+           "-drive", "if=none,id=root,format=raw,snapshot=on,file="
+           + os.path.join(guest, "rootfs.ext4"),
+           "-device", "virtio-blk-pci,drive=root",
+           "-drive", "if=none,id=nvm0,format=%s,discard=unmap,file=%s" % (fmt, disk),
+           "-device", device]
+    if opts.share:
+        cmd += ["-virtfs", "local,path=%s,mount_tag=nhshare,security_model=none"
+                % os.path.abspath(opts.share)]
+    if opts.qmp:
+        cmd += ["-qmp", "unix:%s,server=on,wait=off" % os.path.abspath(opts.qmp)]
+    if opts.icount is not None:
+        cmd += ["-icount", "shift=%d,sleep=off" % opts.icount]
+    return cmd + list(extra) + shlex.split(opts.qemu)
+
+
+# Kernel arguments for a quick, quiet boot under TCG: no KASLR relocation,
+# no speculative-execution mitigations (page-table isolation makes every
+# syscall flush the emulated TLB), no legacy probing that only waits.
+KERNEL_ARGS = ("console=ttyS0,115200 panic=-1 nokaslr mitigations=off "
+               "tsc=reliable no_timer_check i8042.noaux i8042.nokbd "
+               "i8042.nomux i8042.nopnp rdinit=/init")
+
+
+def die_with_parent():
+    """preexec_fn: QEMU gets SIGKILL if this script dies, however it dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
