@@ -110,4 +110,10 @@ void nh_engine_wear(const NhEngine *eng, NhWear *wear);
  */
 void nh_engine_mark_written(NhEngine *eng, uint64_t offset, uint64_t length);
 
+/*
+ * Full consistency check of the model (mapping both ways, valid counts, block accounting, NAND
+ * programming discipline).  Slow: walks every page.  For tests and debugging.
+ */
+bool nh_engine_check(const NhEngine *eng, GError **errp);
+
 #endif

@@ -1,0 +1,374 @@
+/*
+ * config.c - the key table and its parser (contract in config.h).
+ *
+ * Every key is described once, in nh_config_keys[]; parsing, range checks, canonical printing and
+ * help text all come from that table, so the device's QOM properties and the simulator's option
+ * string cannot drift apart.
+ */
+#include "config.h"
+#include "ftl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+G_DEFINE_QUARK(nh-error-quark, nh_error)
+
+static const char *const cell_names[] = { "slc", "mlc", "tlc", "qlc", "znand", NULL };
+static const char *const gc_names[] = { "greedy", "cost-benefit", NULL };
+static const char *const latency_names[] = { "model", "zero", NULL };
+
+#define F(field) offsetof(NhConfig, field), sizeof(((NhConfig *)0)->field)
+#define MS 1000000ull
+#define SEC 1000000000ull
+
+const NhConfigKey nh_config_keys[] = {
+    { "channels", NH_KEY_UINT, F(channels), "8", 1, 64, NULL, false,
+      "flash channels (independent buses)" },
+    { "ways", NH_KEY_UINT, F(ways), "4", 1, 32, NULL, false,
+      "chips per channel" },
+    { "dies", NH_KEY_UINT, F(dies), "1", 1, 16, NULL, false,
+      "dies per chip" },
+    { "planes", NH_KEY_UINT, F(planes), "1", 1, 16, NULL, false,
+      "planes per die" },
+    { "blocks", NH_KEY_UINT, F(blocks), "auto", 1, 1u << 24, NULL, true,
+      "blocks per plane; auto = the fewest that hold the capacity after op" },
+    { "pages", NH_KEY_UINT, F(pages), "256", 4, 4096, NULL, false,
+      "pages per block" },
+    { "page-size", NH_KEY_SIZE, F(page_size), "4K", 4096, 16384, NULL, false,
+      "flash page size: 4K, 8K or 16K" },
+    { "op", NH_KEY_UINT, F(op), "7", 1, 50, NULL, false,
+      "over-provisioning, percent of the physical capacity kept spare" },
+    { "cell", NH_KEY_ENUM, F(cell), "slc", 0, 0, cell_names, false,
+      "cell type preset for timing and endurance: slc, mlc, tlc, qlc, znand" },
+    { "t-read", NH_KEY_TIME, F(t_read), "auto", 1, SEC, NULL, true,
+      "page read time (tR); auto = the cell preset" },
+    { "t-prog", NH_KEY_TIME, F(t_prog), "auto", 1, SEC, NULL, true,
+      "page program time (tPROG); auto = the cell preset" },
+    { "t-erase", NH_KEY_TIME, F(t_erase), "auto", 1, SEC, NULL, true,
+      "block erase time (tBERS); auto = the cell preset" },
+    { "channel-mbps", NH_KEY_UINT, F(channel_mbps), "800", 1, 100000, NULL, false,
+      "channel bus bandwidth in MB/s (10^6 bytes per second)" },
+    { "pe-cycles", NH_KEY_UINT, F(pe_cycles), "auto", 1, 10000000, NULL, true,
+      "rated program/erase cycles per block; auto = the cell preset" },
+    { "ftl", NH_KEY_STRING, F(ftl), "page", 0, 0, nh_ftl_names, false,
+      "flash translation layer" },
+    { "gc", NH_KEY_ENUM, F(gc), "greedy", 0, 0, gc_names, false,
+      "GC victim selection: greedy (fewest valid pages) or cost-benefit (age * free / cost)" },
+    { "gc-low", NH_KEY_UINT, F(gc_low), "10", 1, 99, NULL, false,
+      "background GC starts when free blocks fall below this percent of the spare blocks" },
+    { "gc-high", NH_KEY_UINT, F(gc_high), "20", 2, 100, NULL, false,
+      "background GC stops when free blocks reach this percent of the spare blocks" },
+    { "gc-critical", NH_KEY_UINT, F(gc_critical), "3", 1, 98, NULL, false,
+      "foreground GC (host writes wait) below this percent of the spare blocks" },
+    { "wl-threshold", NH_KEY_UINT, F(wl_threshold), "0", 0, 1000000, NULL, false,
+      "static wear levelling moves cold data when a plane's erase-count spread exceeds this; 0 = off" },
+    { "latency", NH_KEY_ENUM, F(latency), "model", 0, 0, latency_names, false,
+      "model: complete at the modeled time; zero: model and count, but complete at once" },
+};
+const size_t nh_config_nkeys = G_N_ELEMENTS(nh_config_keys);
+
+const NhConfigKey *nh_config_find(const char *key)
+{
+    for (size_t i = 0; i < nh_config_nkeys; i++) {
+        if (strcmp(nh_config_keys[i].name, key) == 0) {
+            return &nh_config_keys[i];
+        }
+    }
+    return NULL;
+}
+
+static void store(NhConfig *cfg, const NhConfigKey *k, uint64_t v)
+{
+    char *p = (char *)cfg + k->offset;
+    switch (k->width) {
+    case 8: { uint64_t x = v; memcpy(p, &x, 8); break; }
+    case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
+    default: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
+    }
+}
+
+static uint64_t fetch(const NhConfig *cfg, const NhConfigKey *k)
+{
+    const char *p = (const char *)cfg + k->offset;
+    switch (k->width) {
+    case 8: { uint64_t x; memcpy(&x, p, 8); return x; }
+    case 4: { uint32_t x; memcpy(&x, p, 4); return x; }
+    case 2: { uint16_t x; memcpy(&x, p, 2); return x; }
+    default: { uint8_t x; memcpy(&x, p, 1); return x; }
+    }
+}
+
+/* A number with an optional unit suffix; returns false on anything that is not exactly that. */
+static bool parse_number(const char *s, uint64_t *num, const char **unit)
+{
+    char *end;
+    if (!g_ascii_isdigit(*s)) {
+        return false;
+    }
+    errno = 0;
+    *num = g_ascii_strtoull(s, &end, 0);
+    if (errno) {
+        return false;
+    }
+    *unit = end;
+    return true;
+}
+
+static bool scale(uint64_t v, uint64_t mult, uint64_t *out)
+{
+    if (mult && v > UINT64_MAX / mult) {
+        return false;
+    }
+    *out = v * mult;
+    return true;
+}
+
+static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, GError **errp)
+{
+    uint64_t v = 0, mult = 1;
+    const char *unit;
+
+    if (k->allow_auto && g_ascii_strcasecmp(value, "auto") == 0) {
+        *out = 0;
+        return true;
+    }
+    switch (k->type) {
+    case NH_KEY_ENUM:
+    case NH_KEY_STRING:
+        for (size_t i = 0; k->choices[i]; i++) {
+            if (g_ascii_strcasecmp(value, k->choices[i]) == 0) {
+                *out = i;
+                return true;
+            }
+        }
+        {
+            char *list = g_strjoinv(", ", (char **)k->choices);
+            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: unknown value '%s' (valid: %s)",
+                        k->name, value, list);
+            g_free(list);
+        }
+        return false;
+    case NH_KEY_UINT:
+        if (!parse_number(value, &v, &unit) || *unit) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: '%s' is not a number%s",
+                        k->name, value, k->allow_auto ? " or 'auto'" : "");
+            return false;
+        }
+        break;
+    case NH_KEY_SIZE:
+        if (parse_number(value, &v, &unit)) {
+            switch (g_ascii_toupper(*unit)) {
+            case '\0': mult = 1; break;
+            case 'K': mult = 1ull << 10; break;
+            case 'M': mult = 1ull << 20; break;
+            case 'G': mult = 1ull << 30; break;
+            case 'T': mult = 1ull << 40; break;
+            default: unit = "?"; break;
+            }
+            /* accept "4K" and "4KiB"/"4KB"; nothing else after the suffix */
+            if (*unit && strcmp(unit + 1, "") && g_ascii_strcasecmp(unit + 1, "iB") &&
+                g_ascii_strcasecmp(unit + 1, "B")) {
+                unit = "?";
+            }
+        } else {
+            unit = "?";
+        }
+        if ((*unit == '?') || !scale(v, mult, &v)) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                        "%s: '%s' is not a size (a number with an optional K, M, G or T suffix)",
+                        k->name, value);
+            return false;
+        }
+        break;
+    case NH_KEY_TIME:
+        if (parse_number(value, &v, &unit)) {
+            if (!*unit || !strcmp(unit, "ns")) {
+                mult = 1;
+            } else if (!strcmp(unit, "us")) {
+                mult = 1000;
+            } else if (!strcmp(unit, "ms")) {
+                mult = MS;
+            } else if (!strcmp(unit, "s")) {
+                mult = SEC;
+            } else {
+                unit = "?";
+            }
+        } else {
+            unit = "?";
+        }
+        if (*unit == '?' || !scale(v, mult, &v)) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                        "%s: '%s' is not a time (a number with an optional ns, us, ms or s suffix)",
+                        k->name, value);
+            return false;
+        }
+        break;
+    }
+    if (k->allow_auto && v == 0) {
+        *out = 0;   /* an explicit 0 means the same as auto */
+        return true;
+    }
+    if (v < k->min || v > k->max) {
+        char *lo = NULL, *hi = NULL;
+        if (k->type == NH_KEY_TIME) {
+            lo = g_strdup_printf("%" G_GUINT64_FORMAT "ns", k->min);
+            hi = g_strdup_printf("%" G_GUINT64_FORMAT "ns", k->max);
+        } else {
+            lo = g_strdup_printf("%" G_GUINT64_FORMAT, k->min);
+            hi = g_strdup_printf("%" G_GUINT64_FORMAT, k->max);
+        }
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: must be between %s and %s, got %s",
+                    k->name, lo, hi, value);
+        g_free(lo);
+        g_free(hi);
+        return false;
+    }
+    if (k->type == NH_KEY_SIZE && k->offset == offsetof(NhConfig, page_size) &&
+        v != 4096 && v != 8192 && v != 16384) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "page-size: must be 4K, 8K or 16K, got %s",
+                    value);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **errp)
+{
+    const NhConfigKey *k = nh_config_find(key);
+    uint64_t v;
+
+    if (!k) {
+        GString *s = g_string_new(NULL);
+        for (size_t i = 0; i < nh_config_nkeys; i++) {
+            g_string_append_printf(s, "%s%s", i ? ", " : "", nh_config_keys[i].name);
+        }
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: unknown key (valid keys: %s)", key,
+                    s->str);
+        g_string_free(s, TRUE);
+        return false;
+    }
+    if (!value || !*value) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: empty value", key);
+        return false;
+    }
+    if (!parse_value(k, value, &v, errp)) {
+        return false;
+    }
+    if (k->type == NH_KEY_STRING) {
+        char *dst = (char *)cfg + k->offset;
+        g_strlcpy(dst, k->choices[v], k->width);
+    } else {
+        store(cfg, k, v);
+    }
+    return true;
+}
+
+void nh_config_defaults(NhConfig *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < nh_config_nkeys; i++) {
+        bool ok = nh_config_set(cfg, nh_config_keys[i].name, nh_config_keys[i].defval, NULL);
+        g_assert(ok);   /* the table's own defaults must parse */
+    }
+}
+
+bool nh_config_parse(NhConfig *cfg, const char *text, GError **errp)
+{
+    bool ok = true;
+    char **items;
+
+    if (!text) {
+        return true;
+    }
+    items = g_strsplit(text, ",", -1);
+    for (char **it = items; ok && *it; it++) {
+        char *item = g_strstrip(*it);
+        char *eq;
+        if (!*item) {
+            continue;
+        }
+        eq = strchr(item, '=');
+        if (!eq) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: expected key=value", item);
+            ok = false;
+            break;
+        }
+        *eq = '\0';
+        ok = nh_config_set(cfg, g_strstrip(item), g_strstrip(eq + 1), errp);
+    }
+    g_strfreev(items);
+    return ok;
+}
+
+/* The largest unit that represents @v exactly, so that get(set(x)) round-trips. */
+static char *format_scaled(uint64_t v, const char *const *units, const uint64_t *mults, int n)
+{
+    for (int i = n - 1; i > 0; i--) {
+        if (v && v % mults[i] == 0) {
+            return g_strdup_printf("%" G_GUINT64_FORMAT "%s", v / mults[i], units[i]);
+        }
+    }
+    return g_strdup_printf("%" G_GUINT64_FORMAT "%s", v, units[0]);
+}
+
+char *nh_config_get(const NhConfig *cfg, const char *key)
+{
+    static const char *const size_units[] = { "", "K", "M", "G", "T" };
+    static const uint64_t size_mults[] = { 1, 1ull << 10, 1ull << 20, 1ull << 30, 1ull << 40 };
+    static const char *const time_units[] = { "ns", "us", "ms", "s" };
+    static const uint64_t time_mults[] = { 1, 1000, MS, SEC };
+    const NhConfigKey *k = nh_config_find(key);
+    uint64_t v;
+
+    if (!k) {
+        return NULL;
+    }
+    if (k->type == NH_KEY_STRING) {
+        return g_strndup((const char *)cfg + k->offset, k->width);
+    }
+    v = fetch(cfg, k);
+    if (k->allow_auto && v == 0) {
+        return g_strdup("auto");
+    }
+    switch (k->type) {
+    case NH_KEY_ENUM: {
+        size_t n = 0;
+        while (k->choices[n]) {
+            n++;
+        }
+        return g_strdup(v < n ? k->choices[v] : "?");
+    }
+    case NH_KEY_SIZE:
+        return format_scaled(v, size_units, size_mults, 5);
+    case NH_KEY_TIME:
+        return format_scaled(v, time_units, time_mults, 4);
+    default:
+        return g_strdup_printf("%" G_GUINT64_FORMAT, v);
+    }
+}
+
+bool nh_config_check(const NhConfig *cfg, GError **errp)
+{
+    if (cfg->gc_critical >= cfg->gc_low) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "gc-critical: must be below gc-low (%u), got %u", cfg->gc_low,
+                    cfg->gc_critical);
+        return false;
+    }
+    if (cfg->gc_low >= cfg->gc_high) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "gc-low: must be below gc-high (%u), got %u",
+                    cfg->gc_high, cfg->gc_low);
+        return false;
+    }
+    if (!nh_ftl_find(cfg->ftl)) {
+        char *list = g_strjoinv(", ", (char **)nh_ftl_names);
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "ftl: unknown FTL '%s' (valid: %s)",
+                    cfg->ftl, list);
+        g_free(list);
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,316 @@
+/*
+ * engine.c - composes configuration, NAND model, FTL and statistics behind engine.h.
+ *
+ * The engine owns the host-side view: it checks requests, turns bytes into pages, counts host
+ * commands and latencies, and applies latency=zero.  Everything about flash is the FTL's and the
+ * NAND model's.
+ */
+#include "engine-priv.h"
+
+#include <string.h>
+
+/* Every plane needs spare blocks for its two open blocks, the GC reserve and room to clean;
+ * below this, GC could find no victim while the plane is full. */
+#define MIN_SPARE_PER_PLANE 4
+
+static uint64_t logical_pages_of(uint64_t npages, uint32_t op)
+{
+    return npages * (100 - op) / 100;
+}
+
+static bool spare_ok(uint64_t nblocks, uint64_t npu, uint32_t pages, uint64_t lpages)
+{
+    uint64_t used = (lpages + pages - 1) / pages;
+    return nblocks >= used && nblocks - used >= MIN_SPARE_PER_PLANE * npu;
+}
+
+static char *human(uint64_t bytes)
+{
+    static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB", "PiB" };
+    double v = (double)bytes;
+    int u = 0;
+
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    return u ? g_strdup_printf("%.1f %s", v, units[u])
+             : g_strdup_printf("%" G_GUINT64_FORMAT " bytes", bytes);
+}
+
+/* Fill in blocks=auto, or check an explicit value against the capacity. */
+static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages, GError **errp)
+{
+    uint64_t npu = (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
+    uint64_t need = (capacity + cfg->page_size - 1) / cfg->page_size;
+    uint64_t per_block_logical = npu * cfg->pages;
+    uint64_t blocks;
+
+    if (capacity == 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "capacity: must be larger than 0");
+        return false;
+    }
+    if (cfg->blocks == 0) {
+        blocks = need * 100 / ((uint64_t)(100 - cfg->op) * per_block_logical) + 1;
+        while (blocks > 1 && logical_pages_of((blocks - 1) * per_block_logical, cfg->op) >= need
+               && spare_ok((blocks - 1) * npu, npu, cfg->pages, need)) {
+            blocks--;
+        }
+        while (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
+               !spare_ok(blocks * npu, npu, cfg->pages, need)) {
+            blocks++;
+        }
+    } else {
+        blocks = cfg->blocks;
+        if (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
+            !spare_ok(blocks * npu, npu, cfg->pages, need)) {
+            uint64_t min = 1;
+            char *have = human(logical_pages_of(blocks * per_block_logical, cfg->op) *
+                               cfg->page_size);
+            char *want = human(capacity);
+            while (logical_pages_of(min * per_block_logical, cfg->op) < need ||
+                   !spare_ok(min * npu, npu, cfg->pages, need)) {
+                min++;
+            }
+            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                        "blocks: %" G_GUINT64_FORMAT " blocks per plane give %s of logical "
+                        "space after op=%u%% (and %d spare blocks per plane), less than the "
+                        "capacity %s; need at least %" G_GUINT64_FORMAT " (or blocks=auto)",
+                        blocks, have, cfg->op, MIN_SPARE_PER_PLANE, want, min);
+            g_free(have);
+            g_free(want);
+            return false;
+        }
+    }
+    if (blocks * per_block_logical >= UINT32_MAX || blocks > (1u << 24)) {
+        char *want = human(capacity);
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "page-size: %s of capacity needs %" G_GUINT64_FORMAT " physical pages of "
+                    "%u bytes, more than the 2^32 the mapping tables address; use a larger "
+                    "page-size",
+                    want, blocks * per_block_logical, cfg->page_size);
+        g_free(want);
+        return false;
+    }
+    cfg->blocks = (uint32_t)blocks;
+    *lpages = need;
+    return true;
+}
+
+NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
+{
+    NhEngine *eng;
+    NhFtlEnv env;
+    NhConfig c = *cfg;
+    uint64_t lpages;
+    const NhFtlOps *ops;
+
+    if (!nh_config_check(&c, errp) || !resolve_geometry(&c, capacity, &lpages, errp)) {
+        return NULL;
+    }
+    ops = nh_ftl_find(c.ftl);
+    eng = g_new0(NhEngine, 1);
+    eng->cfg = c;
+    eng->capacity = capacity;
+    eng->lpages = lpages;
+    eng->ops = ops;
+    eng->nand = nh_nand_new(&eng->cfg, &eng->stats);
+    eng->logical_bytes = logical_pages_of(eng->nand->g.npages, c.op) * c.page_size;
+    env = (NhFtlEnv){ &eng->cfg, eng->nand, &eng->stats, lpages };
+    eng->ftl = ops->create(&env, errp);
+    if (!eng->ftl) {
+        nh_engine_free(eng);
+        return NULL;
+    }
+    return eng;
+}
+
+void nh_engine_free(NhEngine *eng)
+{
+    if (eng) {
+        if (eng->ftl) {
+            eng->ops->destroy(eng->ftl);
+        }
+        nh_nand_free(eng->nand);
+        g_free(eng);
+    }
+}
+
+const NhConfig *nh_engine_config(const NhEngine *eng)
+{
+    return &eng->cfg;
+}
+
+uint64_t nh_engine_logical_capacity(const NhEngine *eng)
+{
+    return eng->logical_bytes;
+}
+
+static bool check_range(const NhEngine *eng, const NhRequest *req, GError **errp)
+{
+    if (req->length == 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "request has zero length");
+        return false;
+    }
+    if (req->offset >= eng->capacity || req->length > eng->capacity - req->offset) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE,
+                    "request [%" G_GUINT64_FORMAT ", +%" G_GUINT64_FORMAT ") is outside the "
+                    "logical space of %" G_GUINT64_FORMAT " bytes",
+                    req->offset, req->length, eng->capacity);
+        return false;
+    }
+    return true;
+}
+
+/* Write the pages of [offset, offset+length), which the caller has checked. */
+static uint64_t do_write(NhEngine *eng, const NhRequest *req, uint64_t now)
+{
+    uint32_t ps = eng->cfg.page_size;
+    uint64_t end = req->offset + req->length;
+    NhFtlWrite w = {
+        .lpn = req->offset / ps,
+        .npages = (end - 1) / ps - req->offset / ps + 1,
+        .head_partial = req->offset % ps != 0,
+        /* the end of the space is the end of its last page, even if capacity is not aligned */
+        .tail_partial = end % ps != 0 && end < eng->capacity,
+        .flags = req->flags,
+        .stream = req->stream,
+    };
+    return eng->ops->write(eng->ftl, &w, now);
+}
+
+bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
+                      GError **errp)
+{
+    uint32_t ps = eng->cfg.page_size;
+    uint64_t t = now;
+    bool defer;
+
+    switch (req->op) {
+    case NH_OP_READ:
+    case NH_OP_WRITE:
+    case NH_OP_TRIM:
+        if (!check_range(eng, req, errp)) {
+            return false;
+        }
+        break;
+    case NH_OP_FLUSH:
+        break;
+    default:
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "unknown request type %d", (int)req->op);
+        return false;
+    }
+
+    eng->last_now = now;
+    defer = (req->flags & NH_REQ_PRIORITY) || now < eng->priority_until;
+    eng->ops->background(eng->ftl, now, defer);
+
+    switch (req->op) {
+    case NH_OP_READ:
+        t = eng->ops->read(eng->ftl, req->offset / ps,
+                           (req->offset + req->length - 1) / ps - req->offset / ps + 1, now);
+        eng->stats.host_read_cmds++;
+        eng->stats.host_read_bytes += req->length;
+        nh_hist_add(&eng->stats.lat_read, t - now);
+        break;
+    case NH_OP_WRITE:
+        t = do_write(eng, req, now);
+        eng->stats.host_write_cmds++;
+        eng->stats.host_write_bytes += req->length;
+        eng->stats.host_write_pages += (req->offset + req->length - 1) / ps - req->offset / ps + 1;
+        nh_hist_add(&eng->stats.lat_write, t - now);
+        break;
+    case NH_OP_TRIM: {
+        /* only whole pages are deallocated; a partly covered page still holds live data */
+        uint64_t end = req->offset + req->length;
+        uint64_t first = (req->offset + ps - 1) / ps;
+        uint64_t last = end == eng->capacity ? eng->lpages : end / ps;
+        if (last > first) {
+            t = eng->ops->trim(eng->ftl, first, last - first, now);
+        }
+        eng->stats.host_trim_cmds++;
+        eng->stats.host_trim_bytes += req->length;
+        break;
+    }
+    case NH_OP_FLUSH:
+        t = eng->ops->flush(eng->ftl, now);
+        eng->stats.host_flush_cmds++;
+        break;
+    }
+    if (req->flags & NH_REQ_PRIORITY && t > eng->priority_until) {
+        eng->priority_until = t;
+    }
+    *done = eng->cfg.latency == NH_LATENCY_ZERO ? now : t;
+    return true;
+}
+
+bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset)
+{
+    if (offset >= eng->capacity) {
+        return false;
+    }
+    return eng->ops->is_mapped(eng->ftl, offset / eng->cfg.page_size);
+}
+
+char *nh_engine_stats_json(const NhEngine *eng, bool pretty)
+{
+    return nh_stats_json(&eng->stats, &eng->cfg, eng->nand, eng->capacity, eng->logical_bytes,
+                         pretty);
+}
+
+void nh_engine_stats_reset(NhEngine *eng)
+{
+    memset(&eng->stats, 0, sizeof(eng->stats));
+}
+
+void nh_engine_wear(const NhEngine *eng, NhWear *wear)
+{
+    nh_nand_wear(eng->nand, &wear->erase_min, &wear->erase_max, &wear->erase_mean);
+    wear->pe_cycles = eng->nand->t.pe_cycles;
+}
+
+void nh_engine_mark_written(NhEngine *eng, uint64_t offset, uint64_t length)
+{
+    NhStats *saved;
+    uint64_t *die, *bus;
+    const NhGeometry *g = &eng->nand->g;
+    NhRequest req = { .op = NH_OP_WRITE, .offset = offset, .length = length };
+
+    if (offset >= eng->capacity || length == 0) {
+        return;
+    }
+    req.length = MIN(length, eng->capacity - offset);
+    /* the model changes as if the host wrote; the counters and clocks do not */
+    saved = g_memdup2(&eng->stats, sizeof(eng->stats));
+    die = g_memdup2(eng->nand->die_free, sizeof(uint64_t) * g->ndies);
+    bus = g_memdup2(eng->nand->bus_free, sizeof(uint64_t) * g->channels);
+    req.offset -= req.offset % eng->cfg.page_size;
+    req.length += offset - req.offset;
+    do_write(eng, &req, eng->last_now);
+    memcpy(&eng->stats, saved, sizeof(eng->stats));
+    memcpy(eng->nand->die_free, die, sizeof(uint64_t) * g->ndies);
+    memcpy(eng->nand->bus_free, bus, sizeof(uint64_t) * g->channels);
+    g_free(saved);
+    g_free(die);
+    g_free(bus);
+}
+
+bool nh_engine_check(const NhEngine *eng, GError **errp)
+{
+    char *err;
+
+    if (eng->nand->violations) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_STATE,
+                    "%" G_GUINT64_FORMAT " NAND discipline violations (program out of order or "
+                    "twice without erase, or read of an unprogrammed page)",
+                    eng->nand->violations);
+        return false;
+    }
+    err = eng->ops->check(eng->ftl);
+    if (err) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "%s FTL: %s", eng->ops->name, err);
+        g_free(err);
+        return false;
+    }
+    return true;
+}

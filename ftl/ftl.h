@@ -1,0 +1,68 @@
+/*
+ * ftl.h - the interface every flash translation layer implements, and the registry of FTLs.
+ *
+ * Contract:
+ *  - An FTL is one file defining one NhFtlOps and one line in the registry (ftl.c).  The engine
+ *    owns the NAND model and the counters and hands them to the FTL in NhFtlEnv; the FTL books
+ *    every flash operation through nh_nand_read/program/erase, so timing and NAND counters are
+ *    the same for every FTL.  Host counters are the engine's; FTL counters are the FTL's.
+ *  - Requests arrive in logical pages: the engine has already checked the range and rounded
+ *    bytes to pages.  Every hook returns the time its last flash operation finishes (>= now).
+ *  - Hooks never fail on a checked request; the geometry was validated at creation so that the
+ *    FTL can always make room.
+ */
+#ifndef NH_FTL_H
+#define NH_FTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <glib.h>
+
+#include "config.h"
+#include "nand.h"
+#include "stats.h"
+
+typedef struct NhFtlEnv {
+    const NhConfig *cfg;
+    NhNand   *nand;
+    NhStats  *stats;
+    uint64_t  lpages;       /* logical pages in the space */
+} NhFtlEnv;
+
+typedef struct NhFtlWrite {
+    uint64_t lpn, npages;
+    bool     head_partial;  /* the first page is only partly written: read-modify-write if mapped */
+    bool     tail_partial;  /* likewise for the last page */
+    uint32_t flags;         /* NH_REQ_* */
+    uint16_t stream;
+} NhFtlWrite;
+
+typedef struct NhFtlOps {
+    const char *name;
+    void *(*create)(const NhFtlEnv *env, GError **errp);
+    void (*destroy)(void *ftl);
+    uint64_t (*read)(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);
+    uint64_t (*write)(void *ftl, const NhFtlWrite *w, uint64_t now);
+    /* deallocate whole pages: they become invalid and are never copied again */
+    uint64_t (*trim)(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);
+    uint64_t (*flush)(void *ftl, uint64_t now);
+    /* called before each request: a chance to clean in the background; @defer is true while
+     * priority requests are outstanding (seed 001's priority-aware cleaning) */
+    void (*background)(void *ftl, uint64_t now, bool defer);
+    bool (*is_mapped)(void *ftl, uint64_t lpn);
+    /* mapping and block state, appended to @out; load applies it to a freshly created FTL on
+     * the same geometry (the NAND's erase counts are restored by the engine) */
+    void (*save)(void *ftl, GByteArray *out);
+    bool (*load)(void *ftl, const guint8 *data, size_t len, GError **errp);
+    /* full consistency check for tests: NULL when consistent, else what is wrong (g_free) */
+    char *(*check)(void *ftl);
+} NhFtlOps;
+
+/* NULL-terminated names of the registered FTLs (the choices of the `ftl` key). */
+extern const char *const nh_ftl_names[];
+
+const NhFtlOps *nh_ftl_find(const char *name);
+
+extern const NhFtlOps nh_ftl_page_ops;
+
+#endif

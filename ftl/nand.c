@@ -1,0 +1,141 @@
+/* nand.c - geometry, cell presets and the die/bus timelines (contract in nand.h). */
+#include "nand.h"
+
+void nh_cell_preset(NhCell cell, NhTiming *t)
+{
+    /* tR, tPROG, tBERS in ns and the rated P/E cycles; sources in docs/engine.md */
+    static const struct { uint64_t r, p, e; uint32_t pe; } presets[] = {
+        [NH_CELL_SLC]   = {  25000,  200000, 1500000, 100000 },  /* seed 000 */
+        [NH_CELL_MLC]   = {  60000,  800000, 1500000,  10000 },  /* seed 002; P/E seed 000 */
+        [NH_CELL_TLC]   = {  80000, 2926000, 3000000,   3000 },  /* SimpleSSD, mean of L/C/U */
+        [NH_CELL_QLC]   = { 122000, 1860000, 6340000,   1000 },  /* Intel 96L QLC (PACA) */
+        [NH_CELL_ZNAND] = {   3000,  100000, 1500000, 100000 },  /* Samsung Z-NAND, ISSCC'18 */
+    };
+    t->t_read = presets[cell].r;
+    t->t_prog = presets[cell].p;
+    t->t_erase = presets[cell].e;
+    t->pe_cycles = presets[cell].pe;
+}
+
+void nh_geometry_init(NhGeometry *g, const NhConfig *cfg)
+{
+    g->channels = cfg->channels;
+    g->ways = cfg->ways;
+    g->dies = cfg->dies;
+    g->planes = cfg->planes;
+    g->blocks = cfg->blocks;
+    g->pages = cfg->pages;
+    g->page_size = cfg->page_size;
+    g->ndies = g->channels * g->ways * g->dies;
+    g->npu = g->ndies * g->planes;
+    g->nblocks = (uint64_t)g->npu * g->blocks;
+    g->npages = g->nblocks * g->pages;
+}
+
+NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats)
+{
+    NhNand *n = g_new0(NhNand, 1);
+
+    nh_geometry_init(&n->g, cfg);
+    nh_cell_preset(cfg->cell, &n->t);
+    if (cfg->t_read) {
+        n->t.t_read = cfg->t_read;
+    }
+    if (cfg->t_prog) {
+        n->t.t_prog = cfg->t_prog;
+    }
+    if (cfg->t_erase) {
+        n->t.t_erase = cfg->t_erase;
+    }
+    if (cfg->pe_cycles) {
+        n->t.pe_cycles = cfg->pe_cycles;
+    }
+    /* MB/s is 10^6 B/s, so ns = bytes * 1000 / MBps; round up so a transfer never costs 0 */
+    n->t.t_xfer = ((uint64_t)cfg->page_size * 1000 + cfg->channel_mbps - 1) / cfg->channel_mbps;
+    n->stats = stats;
+    n->die_free = g_new0(uint64_t, n->g.ndies);
+    n->bus_free = g_new0(uint64_t, n->g.channels);
+    n->erase_count = g_new0(uint32_t, n->g.nblocks);
+    n->next_page = g_new0(uint32_t, n->g.nblocks);
+    return n;
+}
+
+void nh_nand_free(NhNand *n)
+{
+    if (n) {
+        g_free(n->die_free);
+        g_free(n->bus_free);
+        g_free(n->erase_count);
+        g_free(n->next_page);
+        g_free(n);
+    }
+}
+
+static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now)
+{
+    uint32_t blk = nh_block_of(n, ppn);
+    uint64_t *die = &n->die_free[nh_die_of_block(n, blk)];
+    uint64_t *bus = &n->bus_free[nh_channel_of_block(n, blk)];
+    uint64_t sensed = max64(now, *die) + n->t.t_read;
+    uint64_t done = max64(sensed, *bus) + n->t.t_xfer;
+
+    if (ppn % n->g.pages >= n->next_page[blk]) {
+        n->violations++;
+    }
+
+    /* the die's page register holds the data until the bus has moved it out */
+    *die = done;
+    *bus = done;
+    n->stats->nand_page_reads++;
+    return done;
+}
+
+uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now)
+{
+    uint32_t blk = nh_block_of(n, ppn);
+    uint64_t *die = &n->die_free[nh_die_of_block(n, blk)];
+    uint64_t *bus = &n->bus_free[nh_channel_of_block(n, blk)];
+    /* data goes into the die's page register, so the die must be free when the transfer starts */
+    uint64_t moved = max64(max64(now, *die), *bus) + n->t.t_xfer;
+    uint64_t done = moved + n->t.t_prog;
+
+    if (ppn % n->g.pages != n->next_page[blk]) {
+        n->violations++;
+    }
+    n->next_page[blk] = ppn % n->g.pages + 1;
+
+    *bus = moved;
+    *die = done;
+    n->stats->nand_page_programs++;
+    return done;
+}
+
+uint64_t nh_nand_erase(NhNand *n, uint32_t blk, uint64_t now)
+{
+    uint64_t *die = &n->die_free[nh_die_of_block(n, blk)];
+    uint64_t done = max64(now, *die) + n->t.t_erase;
+
+    *die = done;
+    n->next_page[blk] = 0;
+    n->erase_count[blk]++;
+    n->stats->nand_block_erases++;
+    return done;
+}
+
+void nh_nand_wear(const NhNand *n, uint32_t *min, uint32_t *max, double *mean)
+{
+    uint32_t lo = UINT32_MAX, hi = 0;
+    uint64_t sum = 0;
+
+    for (uint64_t b = 0; b < n->g.nblocks; b++) {
+        uint32_t c = n->erase_count[b];
+        lo = c < lo ? c : lo;
+        hi = c > hi ? c : hi;
+        sum += c;
+    }
+    *min = n->g.nblocks ? lo : 0;
+    *max = hi;
+    *mean = n->g.nblocks ? (double)sum / (double)n->g.nblocks : 0.0;
+}

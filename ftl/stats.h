@@ -1,0 +1,90 @@
+/*
+ * stats.h - counters and latency histograms, and the one JSON document built from them.
+ *
+ * Contract:
+ *  - Everything here is a plain counter incremented on the hot path; rates and ratios (waf,
+ *    means, percentiles) are derived when the document is built, never stored.
+ *  - The JSON key of every field is given next to it; docs/statistics.md says what increments
+ *    each one and when.  Keys that no FTL in the build increments yet are still emitted (as 0),
+ *    so consumers can rely on the schema.
+ *  - Latency histograms are log-linear: exact below 64 ns, then 32 buckets per power of two, so
+ *    a percentile is at most 1/32 (3.1%) above the true value.
+ */
+#ifndef NH_STATS_H
+#define NH_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define NH_HIST_SUB_BITS 5
+#define NH_HIST_BUCKETS (64 + (64 - 6) * 32)
+
+typedef struct NhHist {
+    uint64_t count, sum, max;
+    uint64_t bucket[NH_HIST_BUCKETS];
+} NhHist;
+
+typedef struct NhStats {
+    uint64_t host_read_cmds;            /* host.read_cmds */
+    uint64_t host_write_cmds;           /* host.write_cmds */
+    uint64_t host_trim_cmds;            /* host.trim_cmds */
+    uint64_t host_flush_cmds;           /* host.flush_cmds */
+    uint64_t host_read_bytes;           /* host.read_bytes */
+    uint64_t host_write_bytes;          /* host.write_bytes */
+    uint64_t host_trim_bytes;           /* host.trim_bytes */
+    uint64_t host_write_pages;          /* host.write_pages: flash pages host writes touched */
+    uint64_t nand_page_reads;           /* nand.page_reads */
+    uint64_t nand_page_programs;        /* nand.page_programs */
+    uint64_t nand_block_erases;         /* nand.block_erases */
+    uint64_t ftl_gc_page_copies;        /* ftl.gc_page_copies */
+    uint64_t ftl_gc_blocks;             /* ftl.gc_blocks */
+    uint64_t ftl_gc_foreground_blocks;  /* ftl.gc_foreground_blocks */
+    uint64_t ftl_wl_page_copies;        /* ftl.wl_page_copies */
+    uint64_t ftl_wl_blocks;             /* ftl.wl_blocks */
+    uint64_t ftl_rmw_reads;             /* ftl.rmw_reads */
+    uint64_t ftl_merges_switch;         /* ftl.merges.switch */
+    uint64_t ftl_merges_partial;        /* ftl.merges.partial */
+    uint64_t ftl_merges_full;           /* ftl.merges.full */
+    uint64_t ftl_cmt_hits;              /* ftl.cmt.hits */
+    uint64_t ftl_cmt_misses;            /* ftl.cmt.misses */
+    uint64_t ftl_translation_page_reads;  /* ftl.translation_page_reads */
+    uint64_t ftl_translation_page_writes; /* ftl.translation_page_writes */
+    NhHist   lat_read;                  /* latency_ns.read */
+    NhHist   lat_write;                 /* latency_ns.write */
+} NhStats;
+
+static inline unsigned nh_hist_index(uint64_t v)
+{
+    unsigned e;
+    if (v < 64) {
+        return (unsigned)v;
+    }
+    e = 63 - (unsigned)__builtin_clzll(v);
+    return 64 + (e - 6) * 32 + (unsigned)((v >> (e - NH_HIST_SUB_BITS)) & 31);
+}
+
+static inline void nh_hist_add(NhHist *h, uint64_t v)
+{
+    h->count++;
+    h->sum += v;
+    if (v > h->max) {
+        h->max = v;
+    }
+    h->bucket[nh_hist_index(v)]++;
+}
+
+struct NhNand;
+
+/*
+ * The statistics document: counters, derived values, wear from @nand's erase counts, the
+ * configuration in force (every key, canonical text) and geometry facts.  Caller frees.
+ */
+char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const struct NhNand *nand,
+                    uint64_t capacity, uint64_t logical_bytes, bool pretty);
+
+/* The value at quantile @q (0..1): the upper edge of its bucket, capped at the maximum seen. */
+uint64_t nh_hist_quantile(const NhHist *h, double q);
+
+#endif

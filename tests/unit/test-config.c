@@ -1,0 +1,203 @@
+/* Configuration parser: defaults, units, canonical text, and every kind of bad input. */
+#include "engine.h"
+
+#include <string.h>
+
+static void test_defaults(void)
+{
+    NhConfig c;
+    nh_config_defaults(&c);
+    g_assert_cmpuint(c.channels, ==, 8);
+    g_assert_cmpuint(c.ways, ==, 4);
+    g_assert_cmpuint(c.dies, ==, 1);
+    g_assert_cmpuint(c.planes, ==, 1);
+    g_assert_cmpuint(c.blocks, ==, 0);
+    g_assert_cmpuint(c.pages, ==, 256);
+    g_assert_cmpuint(c.page_size, ==, 4096);
+    g_assert_cmpuint(c.op, ==, 7);
+    g_assert_cmpint(c.cell, ==, NH_CELL_SLC);
+    g_assert_cmpuint(c.channel_mbps, ==, 800);
+    g_assert_cmpstr(c.ftl, ==, "page");
+    g_assert_cmpint(c.gc, ==, NH_GC_GREEDY);
+    g_assert_cmpuint(c.gc_low, ==, 10);
+    g_assert_cmpuint(c.gc_high, ==, 20);
+    g_assert_cmpuint(c.gc_critical, ==, 3);
+    g_assert_cmpuint(c.wl_threshold, ==, 0);
+    g_assert_cmpint(c.latency, ==, NH_LATENCY_MODEL);
+    g_assert_true(nh_config_check(&c, NULL));
+}
+
+static void test_units(void)
+{
+    NhConfig c;
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "page-size=16K,t-read=25us,t-prog=0x10,t-erase=2ms,"
+                                  "cell=TLC, channels = 2 ,latency=zero,gc=cost-benefit", NULL));
+    g_assert_cmpuint(c.page_size, ==, 16384);
+    g_assert_cmpuint(c.t_read, ==, 25000);
+    g_assert_cmpuint(c.t_prog, ==, 16);
+    g_assert_cmpuint(c.t_erase, ==, 2000000);
+    g_assert_cmpint(c.cell, ==, NH_CELL_TLC);
+    g_assert_cmpuint(c.channels, ==, 2);
+    g_assert_cmpint(c.latency, ==, NH_LATENCY_ZERO);
+    g_assert_cmpint(c.gc, ==, NH_GC_COST_BENEFIT);
+    g_assert_true(nh_config_set(&c, "page-size", "8192", NULL));
+    g_assert_cmpuint(c.page_size, ==, 8192);
+    g_assert_true(nh_config_set(&c, "t-read", "1s", NULL));
+    g_assert_cmpuint(c.t_read, ==, 1000000000);
+    g_assert_true(nh_config_set(&c, "t-read", "auto", NULL));
+    g_assert_cmpuint(c.t_read, ==, 0);
+    g_assert_true(nh_config_set(&c, "blocks", "0", NULL));  /* 0 is auto */
+    g_assert_true(nh_config_parse(&c, "", NULL));
+    g_assert_true(nh_config_parse(&c, NULL, NULL));
+}
+
+/* get(set(x)) is canonical and parses back to the same value, for every key. */
+static void test_canonical(void)
+{
+    NhConfig a, b;
+    nh_config_defaults(&a);
+    g_assert_true(nh_config_parse(&a, "t-read=1500us,t-prog=1001ns,page-size=8K,blocks=77,"
+                                  "pe-cycles=3000,cell=znand", NULL));
+    for (size_t i = 0; i < nh_config_nkeys; i++) {
+        char *v = nh_config_get(&a, nh_config_keys[i].name);
+        g_assert_nonnull(v);
+        nh_config_defaults(&b);
+        g_assert_true(nh_config_set(&b, nh_config_keys[i].name, v, NULL));
+        char *w = nh_config_get(&b, nh_config_keys[i].name);
+        g_assert_cmpstr(v, ==, w);
+        g_free(v);
+        g_free(w);
+    }
+    char *v = nh_config_get(&a, "t-read");
+    g_assert_cmpstr(v, ==, "1500us");
+    g_free(v);
+    v = nh_config_get(&a, "page-size");
+    g_assert_cmpstr(v, ==, "8K");
+    g_free(v);
+    v = nh_config_get(&a, "blocks");
+    g_assert_cmpstr(v, ==, "77");
+    g_free(v);
+    nh_config_defaults(&b);
+    v = nh_config_get(&b, "blocks");
+    g_assert_cmpstr(v, ==, "auto");
+    g_free(v);
+    v = nh_config_get(&b, "ftl");
+    g_assert_cmpstr(v, ==, "page");
+    g_free(v);
+    g_assert_null(nh_config_get(&b, "nonsense"));
+}
+
+static void expect_error(const char *text, const char *message)
+{
+    NhConfig c;
+    GError *err = NULL;
+    nh_config_defaults(&c);
+    if (nh_config_parse(&c, text, &err)) {
+        g_assert_true(!nh_config_check(&c, &err));
+    }
+    g_assert_nonnull(err);
+    if (!strstr(err->message, message)) {
+        g_error("'%s': got '%s', expected it to contain '%s'", text, err->message, message);
+    }
+    g_error_free(err);
+}
+
+static void test_errors(void)
+{
+    expect_error("channels=0", "channels: must be between 1 and 64, got 0");
+    expect_error("channels=65", "channels: must be between 1 and 64, got 65");
+    expect_error("channels=abc", "channels: 'abc' is not a number");
+    expect_error("channels=-1", "channels: '-1' is not a number");
+    expect_error("channels=4x", "channels: '4x' is not a number");
+    expect_error("ways=0", "ways: must be between 1 and 32");
+    expect_error("dies=17", "dies: must be between 1 and 16");
+    expect_error("planes=0", "planes: must be between 1 and 16");
+    expect_error("blocks=x", "blocks: 'x' is not a number or 'auto'");
+    expect_error("pages=2", "pages: must be between 4 and 4096, got 2");
+    expect_error("page-size=2K", "page-size: must be between 4096 and 16384, got 2K");
+    expect_error("page-size=12K", "page-size: must be 4K, 8K or 16K, got 12K");
+    expect_error("page-size=4Q", "page-size: '4Q' is not a size");
+    expect_error("page-size=99999999999999999999T", "page-size: '99999999999999999999T' is not a size");
+    expect_error("op=0", "op: must be between 1 and 50, got 0");
+    expect_error("op=51", "op: must be between 1 and 50, got 51");
+    expect_error("cell=plc", "cell: unknown value 'plc' (valid: slc, mlc, tlc, qlc, znand)");
+    expect_error("t-read=5 weeks", "t-read: '5 weeks' is not a time");
+    expect_error("t-read=2s", "t-read: must be between 1ns and 1000000000ns, got 2s");
+    expect_error("t-prog=1h", "t-prog: '1h' is not a time");
+    expect_error("t-erase=ms", "t-erase: 'ms' is not a time");
+    expect_error("channel-mbps=0", "channel-mbps: must be between 1 and 100000, got 0");
+    expect_error("pe-cycles=20000000", "pe-cycles: must be between 1 and 10000000");
+    expect_error("ftl=nope", "ftl: unknown value 'nope' (valid: page)");
+    expect_error("gc=random", "gc: unknown value 'random' (valid: greedy, cost-benefit)");
+    expect_error("gc-low=0", "gc-low: must be between 1 and 99, got 0");
+    expect_error("gc-high=101", "gc-high: must be between 2 and 100, got 101");
+    expect_error("gc-critical=0", "gc-critical: must be between 1 and 98, got 0");
+    expect_error("gc-low=30", "gc-low: must be below gc-high (20), got 30");
+    expect_error("gc-critical=10", "gc-critical: must be below gc-low (10), got 10");
+    expect_error("wl-threshold=-5", "wl-threshold: '-5' is not a number");
+    expect_error("latency=fast", "latency: unknown value 'fast' (valid: model, zero)");
+    expect_error("colour=red", "colour: unknown key (valid keys: channels, ways,");
+    expect_error("channels", "channels: expected key=value");
+    expect_error("channels=", "channels: empty value");
+}
+
+static void test_table(void)
+{
+    /* every key has help, a default that parses, and a sane type */
+    for (size_t i = 0; i < nh_config_nkeys; i++) {
+        const NhConfigKey *k = &nh_config_keys[i];
+        g_assert_nonnull(k->help);
+        g_assert_true(nh_config_find(k->name) == k);
+        g_assert_true(k->type == NH_KEY_ENUM || k->type == NH_KEY_STRING ? k->choices != NULL
+                                                                        : k->min <= k->max);
+    }
+}
+
+/* Checks that need the capacity happen at nh_engine_new. */
+static void test_engine_refuses(void)
+{
+    NhConfig c;
+    GError *err = NULL;
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "channels=2,ways=1,pages=64,blocks=16", NULL));
+    g_assert_null(nh_engine_new(&c, 1ull << 30, &err));
+    g_assert_nonnull(err);
+    g_assert_nonnull(strstr(err->message, "blocks: 16 blocks per plane give"));
+    g_assert_nonnull(strstr(err->message, "less than the capacity 1.0 GiB"));
+    g_clear_error(&err);
+    g_assert_null(nh_engine_new(&c, 0, &err));
+    g_assert_nonnull(strstr(err->message, "capacity"));
+    g_clear_error(&err);
+    /* 64 TiB of 4K pages do not fit 32-bit page numbers */
+    nh_config_defaults(&c);
+    g_assert_null(nh_engine_new(&c, 64ull << 40, &err));
+    g_assert_nonnull(strstr(err->message, "page-size:"));
+    g_clear_error(&err);
+    /* auto sizing gives the fewest blocks that hold the capacity */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "channels=2,ways=1,pages=64", NULL));
+    NhEngine *e = nh_engine_new(&c, 64ull << 20, &err);
+    g_assert_no_error(err);
+    uint32_t b = nh_engine_config(e)->blocks;
+    g_assert_cmpuint(nh_engine_logical_capacity(e), >=, 64ull << 20);
+    nh_engine_free(e);
+    g_assert_true(nh_config_set(&c, "blocks", "0", NULL));
+    char *v = g_strdup_printf("%u", b - 1);
+    g_assert_true(nh_config_set(&c, "blocks", v, NULL));
+    g_free(v);
+    g_assert_null(nh_engine_new(&c, 64ull << 20, &err));
+    g_clear_error(&err);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/config/defaults", test_defaults);
+    g_test_add_func("/config/units", test_units);
+    g_test_add_func("/config/canonical", test_canonical);
+    g_test_add_func("/config/errors", test_errors);
+    g_test_add_func("/config/table", test_table);
+    g_test_add_func("/config/engine-refuses", test_engine_refuses);
+    return g_test_run();
+}

@@ -1,0 +1,35 @@
+/*
+ * trace.h - block-trace readers for the simulator.
+ *
+ * Contract: a reader yields one request per call with an absolute time in ns (as in the trace,
+ * not yet made relative), an operation, and a byte range.  A malformed line is an error naming
+ * the file and line; comment and blank lines are skipped.  Formats are listed in
+ * nh_trace_formats; each is one parse function.
+ */
+#ifndef NH_TRACE_H
+#define NH_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <glib.h>
+
+#include "engine.h"
+
+typedef struct NhTraceRec {
+    uint64_t time_ns;
+    NhOp     op;
+    uint64_t offset, length;
+} NhTraceRec;
+
+typedef struct NhTrace NhTrace;
+
+extern const char *const nh_trace_formats[];
+
+NhTrace *nh_trace_open(const char *path, const char *format, GError **errp);
+/* 1: *rec filled; 0: end of trace; -1: error in *errp */
+int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp);
+bool nh_trace_rewind(NhTrace *t, GError **errp);
+void nh_trace_close(NhTrace *t);
+
+#endif
