@@ -1,0 +1,563 @@
+/*
+ * admin-cmd.c - admin commands: queue management, Identify, Get Log Page, Get/Set Features,
+ * Asynchronous Event Request, Abort.  Statuses follow NVMe Base Specification 1.4.
+ */
+#include "qemu/osdep.h"
+#include "qemu/units.h"
+#include "qemu/log.h"
+#include "qemu/cutils.h"
+#include "hw/pci/msix.h"
+#include "system/block-backend.h"
+
+#include "nvme-hybrid.h"
+
+#define NHC_STATUS(sc)  ((sc) | NVME_DNR)
+
+/* ------------------------------------------------------------------------------ queues */
+
+static uint16_t nhc_admin_create_cq(NhcCtrl *n, NhcReq *req)
+{
+    NvmeCreateCq *c = (NvmeCreateCq *)&req->cmd;
+    uint16_t cqid = le16_to_cpu(c->cqid);
+    uint32_t qsize = le16_to_cpu(c->qsize) + 1;
+    uint16_t flags = le16_to_cpu(c->cq_flags);
+    uint16_t vector = le16_to_cpu(c->irq_vector);
+    uint64_t prp1 = le64_to_cpu(c->prp1);
+
+    if (!cqid || cqid >= n->num_queues || n->cq[cqid] ||
+        cqid > (n->features.num_queues >> 16) + 1) {
+        return NHC_STATUS(NVME_INVALID_QID);
+    }
+    if (qsize < 2 || qsize > NVME_CAP_MQES(n->cap) + 1) {
+        return NHC_STATUS(NVME_MAX_QSIZE_EXCEEDED);
+    }
+    if (!NVME_CQ_FLAGS_PC(flags)) {
+        return NHC_STATUS(NVME_INVALID_FIELD);     /* CAP.CQR: queues must be contiguous */
+    }
+    if (!prp1) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    if (prp1 & (n->page_size - 1)) {
+        return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+    }
+    if (vector >= n->num_vectors || (vector && !msix_enabled(PCI_DEVICE(n)))) {
+        return NHC_STATUS(NVME_INVALID_IRQ_VECTOR);
+    }
+    if (NVME_CC_IOCQES(n->cc) != 4) {
+        return NHC_STATUS(NVME_INVALID_FIELD);     /* CC.IOCQES must name 16-byte entries */
+    }
+    return nhc_create_cq(n, cqid, prp1, qsize, vector, NVME_CQ_FLAGS_IEN(flags));
+}
+
+static uint16_t nhc_admin_create_sq(NhcCtrl *n, NhcReq *req)
+{
+    NvmeCreateSq *c = (NvmeCreateSq *)&req->cmd;
+    uint16_t sqid = le16_to_cpu(c->sqid);
+    uint16_t cqid = le16_to_cpu(c->cqid);
+    uint32_t qsize = le16_to_cpu(c->qsize) + 1;
+    uint16_t flags = le16_to_cpu(c->sq_flags);
+    uint64_t prp1 = le64_to_cpu(c->prp1);
+
+    if (!sqid || sqid >= n->num_queues || n->sq[sqid] ||
+        sqid > (n->features.num_queues & 0xffff) + 1) {
+        return NHC_STATUS(NVME_INVALID_QID);
+    }
+    if (!cqid || cqid >= n->num_queues || !n->cq[cqid]) {
+        return NHC_STATUS(NVME_INVALID_CQID);
+    }
+    if (qsize < 2 || qsize > NVME_CAP_MQES(n->cap) + 1) {
+        return NHC_STATUS(NVME_MAX_QSIZE_EXCEEDED);
+    }
+    if (!NVME_SQ_FLAGS_PC(flags) || !prp1) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    if (prp1 & (n->page_size - 1)) {
+        return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+    }
+    if (NVME_CC_IOSQES(n->cc) != 6) {
+        return NHC_STATUS(NVME_INVALID_FIELD);     /* CC.IOSQES must name 64-byte entries */
+    }
+    return nhc_create_sq(n, sqid, cqid, prp1, qsize, NVME_SQ_FLAGS_QPRIO(flags));
+}
+
+static uint16_t nhc_admin_delete_sq(NhcCtrl *n, NhcReq *req)
+{
+    uint16_t qid = le16_to_cpu(((NvmeDeleteQ *)&req->cmd)->qid);
+
+    if (!qid || qid >= n->num_queues || !n->sq[qid]) {
+        return NHC_STATUS(NVME_INVALID_QID);
+    }
+    nhc_delete_sq(n, qid, true);
+    return NVME_SUCCESS;
+}
+
+static uint16_t nhc_admin_delete_cq(NhcCtrl *n, NhcReq *req)
+{
+    uint16_t qid = le16_to_cpu(((NvmeDeleteQ *)&req->cmd)->qid);
+
+    if (!qid || qid >= n->num_queues || !n->cq[qid]) {
+        return NHC_STATUS(NVME_INVALID_QID);
+    }
+    if (!QTAILQ_EMPTY(&n->cq[qid]->sq_list)) {
+        return NHC_STATUS(NVME_INVALID_QUEUE_DEL);
+    }
+    nhc_delete_cq(n, qid);
+    return NVME_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------ identify */
+
+static void nhc_set_id_string(uint8_t *dst, size_t len, const char *src)
+{
+    memset(dst, ' ', len);
+    memcpy(dst, src, MIN(len, strlen(src)));
+}
+
+static void nhc_put_le128(uint8_t *dst, uint64_t val)
+{
+    memset(dst, 0, 16);
+    stq_le_p(dst, val);
+}
+
+/* Write-cache presence: the block backend's own cache is volatile storage for our data. */
+static bool nhc_vwc_present(NhcCtrl *n)
+{
+    return blk_enable_write_cache(n->blkconf.blk);
+}
+
+static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
+{
+    g_autofree NvmeIdCtrl *id = g_new0(NvmeIdCtrl, 1);
+    uint64_t phys = nh_engine_logical_capacity(n->engine);
+
+    id->vid = cpu_to_le16(PCI_DEVICE_GET_CLASS(n)->vendor_id);
+    id->ssvid = id->vid;
+    nhc_set_id_string(id->sn, sizeof(id->sn), n->serial);
+    nhc_set_id_string(id->mn, sizeof(id->mn), NHC_MODEL);
+    nhc_set_id_string(id->fr, sizeof(id->fr), NHC_FIRMWARE);
+    id->rab = 6;
+    id->mdts = NHC_MDTS;
+    id->cntlid = cpu_to_le16(0);
+    id->ver = cpu_to_le32(n->vs);
+    id->oaes = cpu_to_le32(0);
+    id->cntrltype = 1;                          /* I/O controller */
+    id->oacs = cpu_to_le16(0);                  /* no optional admin commands (yet) */
+    id->acl = 3;                                /* 4 concurrent Aborts */
+    id->aerl = NHC_AERL;
+    id->frmw = NVME_FRMW_SLOT1_RO | (1 << 1);   /* one slot, read-only */
+    id->lpa = NVME_LPA_EXTENDED;                /* Get Log Page offsets supported */
+    id->elpe = NHC_ERROR_LOG_SIZE - 1;
+    id->npss = 0;
+    id->wctemp = cpu_to_le16(0x157);            /* 70 C */
+    id->cctemp = cpu_to_le16(0x175);            /* 100 C */
+    nhc_put_le128(id->tnvmcap, phys);
+    nhc_put_le128(id->unvmcap, 0);
+    id->sqes = (6 << 4) | 6;
+    id->cqes = (4 << 4) | 4;
+    id->maxcmd = cpu_to_le16(NHC_MAX_QENTRIES);
+    id->nn = cpu_to_le32(1);
+    id->oncs = cpu_to_le16(NVME_ONCS_COMPARE | NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES |
+                           NVME_ONCS_FEATURES | NVME_ONCS_TIMESTAMP);
+    id->fuses = 0;
+    id->fna = 0;
+    id->vwc = (nhc_vwc_present(n) ? NVME_VWC_PRESENT : 0) | NVME_VWC_NSID_BROADCAST_SUPPORT;
+    id->sgls = 0;                               /* PRPs only */
+    pstrcpy((char *)id->subnqn, sizeof(id->subnqn), "nqn.2026-11.org.nvme-hybrid:");
+    pstrcat((char *)id->subnqn, sizeof(id->subnqn), n->serial);
+    /* one power state: 25 W max, entry/exit latencies unknown */
+    id->psd[0].mp = cpu_to_le16(2500);
+    return nhc_dma_to_host(n, id, sizeof(*id), &req->cmd);
+}
+
+static uint16_t nhc_identify_ns(NhcCtrl *n, NhcReq *req)
+{
+    g_autofree NvmeIdNs *id = g_new0(NvmeIdNs, 1);
+    const NhConfig *cfg = nh_engine_config(n->engine);
+    uint32_t nsid = le32_to_cpu(req->cmd.nsid);
+    /* Preferred write granularity and optimal write size, in LBAs: a flash page, and a
+     * stripe of one page on every die and plane. */
+    uint64_t npwg = cfg->page_size >> n->lba_shift;
+    uint64_t nows = npwg * cfg->channels * cfg->ways * cfg->dies * cfg->planes;
+
+    if (nsid != NHC_NSID) {
+        return NHC_STATUS(NVME_INVALID_NSID);
+    }
+    id->nsze = cpu_to_le64(n->nsze);
+    id->ncap = cpu_to_le64(n->nsze);
+    id->nuse = cpu_to_le64(n->nsze);
+    id->nsfeat = 1 << 4;                        /* NPWG, NPWA, NPDG, NPDA, NOWS valid */
+    id->nlbaf = 0;
+    id->flbas = 0;
+    id->dlfeat = 1 | (1 << 3);                  /* deallocated reads as zeroes; WZ DEAC */
+    id->lbaf[0].ds = n->lba_shift;
+    nhc_put_le128(id->nvmcap, n->ns_bytes);
+    id->npwg = cpu_to_le16(MIN(npwg, 0x10000) - 1);
+    id->npwa = id->npwg;
+    id->npdg = id->npwg;
+    id->npda = id->npwg;
+    id->nows = cpu_to_le16(MIN(nows, 0x10000) - 1);
+    stq_be_p(&id->eui64, 0x5254000000000000ull | (g_str_hash(n->serial) & 0xffffffffu));
+    stq_be_p(&id->nguid[0], 0x6e766d652d687962ull);  /* "nvme-hyb" */
+    stq_be_p(&id->nguid[8], g_str_hash(n->serial));
+    return nhc_dma_to_host(n, id, sizeof(*id), &req->cmd);
+}
+
+static uint16_t nhc_identify_active_ns(NhcCtrl *n, NhcReq *req)
+{
+    uint32_t list[1024] = { 0 };
+    uint32_t nsid = le32_to_cpu(req->cmd.nsid);
+
+    if (nsid >= 0xfffffffe) {
+        return NHC_STATUS(NVME_INVALID_NSID);
+    }
+    if (nsid < NHC_NSID) {
+        list[0] = cpu_to_le32(NHC_NSID);
+    }
+    return nhc_dma_to_host(n, list, sizeof(list), &req->cmd);
+}
+
+static uint16_t nhc_identify_ns_descriptors(NhcCtrl *n, NhcReq *req)
+{
+    uint8_t buf[4096] = { 0 };
+    NvmeIdNsDescr *d;
+    uint8_t *p = buf;
+
+    if (le32_to_cpu(req->cmd.nsid) != NHC_NSID) {
+        return NHC_STATUS(NVME_INVALID_NSID);
+    }
+    d = (NvmeIdNsDescr *)p;
+    d->nidt = NVME_NIDT_NGUID;
+    d->nidl = NVME_NIDL_NGUID;
+    p += sizeof(*d);
+    stq_be_p(p, 0x6e766d652d687962ull);
+    stq_be_p(p + 8, g_str_hash(n->serial));
+    p += NVME_NIDL_NGUID;
+    d = (NvmeIdNsDescr *)p;
+    d->nidt = NVME_NIDT_CSI;
+    d->nidl = NVME_NIDL_CSI;
+    p += sizeof(*d);
+    *p = NVME_CSI_NVM;
+    return nhc_dma_to_host(n, buf, sizeof(buf), &req->cmd);
+}
+
+static uint16_t nhc_admin_identify(NhcCtrl *n, NhcReq *req)
+{
+    NvmeIdentify *c = (NvmeIdentify *)&req->cmd;
+
+    switch (c->cns) {
+    case NVME_ID_CNS_NS:            return nhc_identify_ns(n, req);
+    case NVME_ID_CNS_CTRL:          return nhc_identify_ctrl(n, req);
+    case NVME_ID_CNS_NS_ACTIVE_LIST: return nhc_identify_active_ns(n, req);
+    case NVME_ID_CNS_NS_DESCR_LIST: return nhc_identify_ns_descriptors(n, req);
+    default:                        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+}
+
+/* ------------------------------------------------------------------------------ log pages */
+
+static void nhc_smart_log(NhcCtrl *n, NvmeSmartLog *s)
+{
+    NhWear wear;
+    uint64_t on_ns = n->smart.power_on_ns +
+                     (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - n->powered_on_ns);
+    uint64_t busy_ns = n->smart.busy_ns;
+
+    if (n->io_outstanding) {
+        busy_ns += qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - n->busy_since_ns;
+    }
+    nh_engine_wear(n->engine, &wear);
+    memset(s, 0, sizeof(*s));
+    s->temperature = cpu_to_le16(NHC_TEMPERATURE_K);
+    s->available_spare = 100;
+    s->available_spare_threshold = 10;
+    s->percentage_used = MIN(255, wear.pe_cycles ?
+                             (uint64_t)(wear.erase_mean * 100 / wear.pe_cycles) : 0);
+    /* data units are thousands of 512-byte units, rounded up */
+    s->data_units_read[0] = cpu_to_le64(DIV_ROUND_UP(n->smart.data_units_read, 1000));
+    s->data_units_written[0] = cpu_to_le64(DIV_ROUND_UP(n->smart.data_units_written, 1000));
+    s->host_read_commands[0] = cpu_to_le64(n->smart.host_read_cmds);
+    s->host_write_commands[0] = cpu_to_le64(n->smart.host_write_cmds);
+    s->controller_busy_time[0] = cpu_to_le64(busy_ns / (60 * NANOSECONDS_PER_SECOND));
+    s->power_cycles[0] = cpu_to_le64(n->smart.power_cycles);
+    s->power_on_hours[0] = cpu_to_le64(on_ns / (3600 * NANOSECONDS_PER_SECOND));
+    s->unsafe_shutdowns[0] = cpu_to_le64(n->smart.unsafe_shutdowns);
+    s->number_of_error_log_entries[0] = cpu_to_le64(n->smart.error_count);
+}
+
+/*
+ * Vendor log page 0xC0: "NHST", layout version, JSON length, reserved, then the engine's
+ * statistics document (docs/vendor-log.md).
+ */
+static GByteArray *nhc_vendor_log(NhcCtrl *n)
+{
+    g_autofree char *json = nh_engine_stats_json(n->engine, false);
+    uint32_t len = strlen(json);
+    GByteArray *buf = g_byte_array_sized_new(16 + len);
+    uint8_t hdr[16] = { 'N', 'H', 'S', 'T' };
+
+    stl_le_p(hdr + 4, 1);
+    stl_le_p(hdr + 8, len);
+    g_byte_array_append(buf, hdr, sizeof(hdr));
+    g_byte_array_append(buf, (uint8_t *)json, len);
+    return buf;
+}
+
+static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
+{
+    NvmeCmd *c = &req->cmd;
+    uint32_t dw10 = le32_to_cpu(c->cdw10), dw11 = le32_to_cpu(c->cdw11);
+    uint8_t lid = dw10 & 0xff;
+    bool rae = dw10 & (1 << 15);
+    uint32_t numd = ((dw10 >> 16) | ((dw11 & 0xffff) << 16)) + 1;
+    uint64_t off = le32_to_cpu(c->cdw12) | ((uint64_t)le32_to_cpu(c->cdw13) << 32);
+    uint64_t len = (uint64_t)numd * 4;
+    g_autoptr(GByteArray) page = g_byte_array_new();
+    g_autofree uint8_t *out = NULL;
+    uint8_t event_type = 0xff;
+
+    if (off & 3) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    switch (lid) {
+    case NVME_LOG_ERROR_INFO:
+        g_byte_array_append(page, (uint8_t *)n->error_log, sizeof(n->error_log));
+        event_type = NVME_AER_TYPE_ERROR;
+        break;
+    case NVME_LOG_SMART_INFO: {
+        NvmeSmartLog s;
+        uint32_t nsid = le32_to_cpu(c->nsid);
+        if (nsid != 0 && nsid != NVME_NSID_BROADCAST && nsid != NHC_NSID) {
+            return NHC_STATUS(NVME_INVALID_NSID);
+        }
+        nhc_smart_log(n, &s);
+        g_byte_array_append(page, (uint8_t *)&s, sizeof(s));
+        event_type = NVME_AER_TYPE_SMART;
+        break;
+    }
+    case NVME_LOG_FW_SLOT_INFO: {
+        NvmeFwSlotInfoLog fw = { .afi = 1 };
+        nhc_set_id_string(fw.frs1, sizeof(fw.frs1), NHC_FIRMWARE);
+        g_byte_array_append(page, (uint8_t *)&fw, sizeof(fw));
+        break;
+    }
+    case NHC_VENDOR_LOG:
+        g_byte_array_unref(page);
+        page = nhc_vendor_log(n);
+        break;
+    default:
+        return NHC_STATUS(NVME_INVALID_LOG_ID);
+    }
+    if (off > page->len) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    if (len > 16 * MiB) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    out = g_malloc0(len);
+    memcpy(out, page->data + off, MIN(len, page->len - off));
+    if (!rae && event_type != 0xff) {
+        n->aer_mask &= ~(1 << event_type);
+        nhc_aer_post(n);
+    }
+    return nhc_dma_to_host(n, out, len, c);
+}
+
+/* ------------------------------------------------------------------------------ features */
+
+static uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req)
+{
+    uint32_t dw10 = le32_to_cpu(req->cmd.cdw10);
+    uint8_t fid = NVME_GETSETFEAT_FID(dw10);
+    uint8_t sel = NVME_GETFEAT_SELECT(dw10);
+    bool dflt = sel == NVME_GETFEAT_SELECT_DEFAULT || sel == NVME_GETFEAT_SELECT_SAVED;
+    uint32_t result;
+
+    if (sel > NVME_GETFEAT_SELECT_CAP) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    switch (fid) {
+    case NVME_ARBITRATION:
+        result = dflt ? 0 : n->features.arbitration;
+        break;
+    case NVME_VOLATILE_WRITE_CACHE:
+        if (!nhc_vwc_present(n) && sel != NVME_GETFEAT_SELECT_CAP) {
+            return NHC_STATUS(NVME_INVALID_FIELD);
+        }
+        result = dflt ? 1 : blk_enable_write_cache(n->blkconf.blk);
+        break;
+    case NVME_NUMBER_OF_QUEUES:
+        result = dflt ? ((n->max_ioqpairs - 1) << 16 | (n->max_ioqpairs - 1))
+                      : n->features.num_queues;
+        break;
+    case NVME_INTERRUPT_COALESCING:
+        result = dflt ? 0 : n->features.int_coalescing;
+        break;
+    case NVME_ASYNCHRONOUS_EVENT_CONF:
+        result = dflt ? 0 : n->features.async_config;
+        break;
+    case NVME_TIMESTAMP: {
+        uint8_t ts[8] = { 0 };
+        uint64_t now_ms = 0;
+        if (sel == NVME_GETFEAT_SELECT_CAP) {
+            result = NVME_FEAT_CAP_CHANGE;
+            break;
+        }
+        if (n->features.timestamp_set && !dflt) {
+            now_ms = n->features.timestamp_ms +
+                     (qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - n->features.timestamp_base_ns) /
+                     SCALE_MS;
+            ts[6] = 1 << 1;     /* Timestamp Origin: set by a host */
+        } else {
+            now_ms = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) / SCALE_MS;  /* since reset */
+        }
+        stq_le_p(ts, now_ms & 0xffffffffffffull);
+        return nhc_dma_to_host(n, ts, sizeof(ts), &req->cmd);
+    }
+    default:
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    if (sel == NVME_GETFEAT_SELECT_CAP) {
+        result = NVME_FEAT_CAP_CHANGE;
+    }
+    req->cqe.result = cpu_to_le32(result);
+    return NVME_SUCCESS;
+}
+
+static uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
+{
+    uint32_t dw10 = le32_to_cpu(req->cmd.cdw10);
+    uint32_t dw11 = le32_to_cpu(req->cmd.cdw11);
+    uint8_t fid = NVME_GETSETFEAT_FID(dw10);
+
+    if (NVME_SETFEAT_SAVE(dw10)) {
+        return NHC_STATUS(NVME_FID_NOT_SAVEABLE);
+    }
+    switch (fid) {
+    case NVME_ARBITRATION:
+        /* Commands are fetched when their doorbell is written, so queues never compete for
+         * the fetch; the value is kept and reported as the specification requires. */
+        n->features.arbitration = dw11;
+        break;
+    case NVME_VOLATILE_WRITE_CACHE:
+        if (!nhc_vwc_present(n) && !(dw11 & 1)) {
+            return NVME_SUCCESS;
+        }
+        if (!nhc_vwc_present(n)) {
+            return NHC_STATUS(NVME_INVALID_FIELD);
+        }
+        if (!(dw11 & 1)) {
+            blk_flush(n->blkconf.blk);
+        }
+        blk_set_enable_write_cache(n->blkconf.blk, dw11 & 1);
+        break;
+    case NVME_NUMBER_OF_QUEUES: {
+        uint32_t nsqr = dw11 & 0xffff, ncqr = dw11 >> 16;
+        uint32_t max = n->max_ioqpairs - 1;
+        if (nsqr == 0xffff || ncqr == 0xffff) {
+            return NHC_STATUS(NVME_INVALID_FIELD);
+        }
+        for (uint32_t i = 1; i < n->num_queues; i++) {
+            if (n->sq[i] || n->cq[i]) {
+                return NHC_STATUS(NVME_CMD_SEQ_ERROR);
+            }
+        }
+        n->features.num_queues = MIN(ncqr, max) << 16 | MIN(nsqr, max);
+        req->cqe.result = cpu_to_le32(n->features.num_queues);
+        break;
+    }
+    case NVME_INTERRUPT_COALESCING:
+        n->features.int_coalescing = dw11 & 0xffff;
+        break;
+    case NVME_ASYNCHRONOUS_EVENT_CONF:
+        n->features.async_config = dw11;
+        break;
+    case NVME_TIMESTAMP: {
+        uint8_t ts[8];
+        uint16_t status = nhc_dma_from_host(n, ts, sizeof(ts), &req->cmd);
+        if (status) {
+            return status;
+        }
+        n->features.timestamp_ms = ldq_le_p(ts) & 0xffffffffffffull;
+        n->features.timestamp_base_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        n->features.timestamp_set = true;
+        break;
+    }
+    default:
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    return NVME_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------ events */
+
+void nhc_raise_event(NhcCtrl *n, uint8_t type, uint8_t info, uint8_t log_page)
+{
+    uintptr_t ev = type | info << 8 | log_page << 16;
+
+    if (g_queue_get_length(&n->events) < 64) {
+        g_queue_push_tail(&n->events, (gpointer)ev);
+    }
+    nhc_aer_post(n);
+}
+
+/* Pair queued events with outstanding AERs; a delivered type stays masked until its log page
+ * is read (without Retain Asynchronous Event). */
+void nhc_aer_post(NhcCtrl *n)
+{
+    GList *l = n->events.head;
+
+    while (l && n->outstanding_aers) {
+        uintptr_t ev = (uintptr_t)l->data;
+        uint8_t type = ev & 0xff;
+        GList *next = l->next;
+
+        if (!(n->aer_mask & (1 << type))) {
+            NhcReq *req = n->aer_reqs[--n->outstanding_aers];
+            req->cqe.result = cpu_to_le32(ev);
+            req->status = NVME_SUCCESS;
+            n->aer_mask |= 1 << type;
+            g_queue_delete_link(&n->events, l);
+            nhc_req_complete(req);
+        }
+        l = next;
+    }
+}
+
+static uint16_t nhc_admin_async_event_request(NhcCtrl *n, NhcReq *req)
+{
+    if (n->outstanding_aers > NHC_AERL) {
+        return NVME_AER_LIMIT_EXCEEDED;
+    }
+    n->aer_reqs[n->outstanding_aers++] = req;
+    nhc_aer_post(n);
+    return NHC_ASYNC;
+}
+
+/* Abort is best effort by specification; commands here are either done or in flight in the
+ * block layer, so none is aborted (CQE dword 0 bit 0 set). */
+static uint16_t nhc_admin_abort(NhcCtrl *n, NhcReq *req)
+{
+    req->cqe.result = cpu_to_le32(1);
+    return NVME_SUCCESS;
+}
+
+uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req)
+{
+    if (NVME_CMD_FLAGS_FUSE(req->cmd.flags) || NVME_CMD_FLAGS_PSDT(req->cmd.flags)) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    switch (req->cmd.opcode) {
+    case NVME_ADM_CMD_DELETE_SQ:    return nhc_admin_delete_sq(n, req);
+    case NVME_ADM_CMD_CREATE_SQ:    return nhc_admin_create_sq(n, req);
+    case NVME_ADM_CMD_GET_LOG_PAGE: return nhc_admin_get_log_page(n, req);
+    case NVME_ADM_CMD_DELETE_CQ:    return nhc_admin_delete_cq(n, req);
+    case NVME_ADM_CMD_CREATE_CQ:    return nhc_admin_create_cq(n, req);
+    case NVME_ADM_CMD_IDENTIFY:     return nhc_admin_identify(n, req);
+    case NVME_ADM_CMD_ABORT:        return nhc_admin_abort(n, req);
+    case NVME_ADM_CMD_SET_FEATURES: return nhc_admin_set_features(n, req);
+    case NVME_ADM_CMD_GET_FEATURES: return nhc_admin_get_features(n, req);
+    case NVME_ADM_CMD_ASYNC_EV_REQ: return nhc_admin_async_event_request(n, req);
+    default:
+        return NHC_STATUS(NVME_INVALID_OPCODE);
+    }
+}

@@ -1,0 +1,423 @@
+/*
+ * io-cmd.c - NVM I/O commands (Read, Write, Flush, Write Zeroes, Dataset Management, Compare),
+ * PRP data transfer, and the hand-off to the engine and the block backend.
+ *
+ * Each command is first validated (nothing is touched on error), then modeled by the engine,
+ * which returns its completion time, then carried out on the block backend.  It completes when
+ * both the backend and a virtual-clock timer at the modeled time have finished.
+ */
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/error-report.h"
+#include "system/block-backend.h"
+
+#include "nvme-hybrid.h"
+
+#define NHC_STATUS(sc)  ((sc) | NVME_DNR)
+
+/* ------------------------------------------------------------------------------ PRPs */
+
+/*
+ * Build @qsg from a PRP pair for @len bytes.  PRP1 may start anywhere dword aligned; every later
+ * entry must be page aligned (PRP Offset Invalid otherwise); PRP2 is a list pointer when more
+ * than two pages are needed, and the last entry of a full list page chains to the next one.
+ */
+uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, uint32_t len)
+{
+    PCIDevice *pci = PCI_DEVICE(n);
+    uint64_t psz = n->page_size;
+    uint32_t trans = MIN(len, psz - (prp1 & (psz - 1)));
+
+    pci_dma_sglist_init(qsg, pci, 1 + DIV_ROUND_UP(len, psz));
+    if (prp1 & 3) {
+        return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+    }
+    qemu_sglist_add(qsg, prp1, trans);
+    len -= trans;
+    if (!len) {
+        return NVME_SUCCESS;
+    }
+    if (len <= psz) {
+        if (prp2 & (psz - 1)) {
+            return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+        }
+        qemu_sglist_add(qsg, prp2, len);
+        return NVME_SUCCESS;
+    }
+
+    /* PRP list */
+    if (prp2 & 7) {
+        return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+    }
+    while (len) {
+        uint32_t nents = (psz - (prp2 & (psz - 1))) / 8;
+        uint64_t list[512];
+        uint32_t i;
+
+        if (pci_dma_read(pci, prp2, list, nents * 8) != MEMTX_OK) {
+            return NHC_STATUS(NVME_DATA_TRAS_ERROR);
+        }
+        for (i = 0; i < nents && len; i++) {
+            uint64_t ent = le64_to_cpu(list[i]);
+
+            if (i == nents - 1 && len > psz) {
+                if (ent & (psz - 1)) {
+                    return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+                }
+                prp2 = ent;         /* chain to the next list page */
+                break;
+            }
+            if (ent & (psz - 1)) {
+                return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+            }
+            trans = MIN(len, psz);
+            qemu_sglist_add(qsg, ent, trans);
+            len -= trans;
+        }
+    }
+    return NVME_SUCCESS;
+}
+
+static uint16_t nhc_dma_buf(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd,
+                            DMADirection dir)
+{
+    QEMUSGList qsg;
+    uint16_t status;
+    uint8_t *p = buf;
+
+    status = nhc_map_prp(n, &qsg, le64_to_cpu(cmd->dptr.prp1), le64_to_cpu(cmd->dptr.prp2),
+                         len);
+    for (int i = 0; !status && i < qsg.nsg; i++) {
+        MemTxResult r = dir == DMA_DIRECTION_FROM_DEVICE ?
+            pci_dma_write(PCI_DEVICE(n), qsg.sg[i].base, p, qsg.sg[i].len) :
+            pci_dma_read(PCI_DEVICE(n), qsg.sg[i].base, p, qsg.sg[i].len);
+        if (r != MEMTX_OK) {
+            status = NHC_STATUS(NVME_DATA_TRAS_ERROR);
+        }
+        p += qsg.sg[i].len;
+    }
+    qemu_sglist_destroy(&qsg);
+    return status;
+}
+
+uint16_t nhc_dma_to_host(NhcCtrl *n, const void *buf, uint32_t len, NvmeCmd *cmd)
+{
+    return nhc_dma_buf(n, (void *)buf, len, cmd, DMA_DIRECTION_FROM_DEVICE);
+}
+
+uint16_t nhc_dma_from_host(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd)
+{
+    return nhc_dma_buf(n, buf, len, cmd, DMA_DIRECTION_TO_DEVICE);
+}
+
+/* ------------------------------------------------------------------------------ model */
+
+/* Model one request in the engine; *done receives its completion time. */
+static uint16_t nhc_io_engine(NhcCtrl *n, NhOp op, uint64_t off, uint64_t len, uint32_t flags,
+                              int64_t now, uint64_t *done)
+{
+    NhRequest r = { .op = op, .flags = flags, .offset = off, .length = len };
+    g_autoptr(GError) err = NULL;
+
+    if (!nh_engine_submit(n->engine, &r, now, done, &err)) {
+        qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: engine refused a request: %s\n",
+                      err->message);
+        return NVME_INTERNAL_DEV_ERROR;
+    }
+    if (op == NH_OP_WRITE || op == NH_OP_TRIM) {
+        nhc_state_touch(n);
+    }
+    return NVME_SUCCESS;
+}
+
+/*
+ * The request is in flight: it completes at the modeled time @done and after @parts block-layer
+ * operations have reported in through nhc_req_io_done().
+ */
+static void nhc_io_arm(NhcCtrl *n, NhcReq *req, int64_t now, uint64_t done, int parts)
+{
+    req->is_io = true;
+    if (n->io_outstanding++ == 0) {
+        n->busy_since_ns = now;
+    }
+    req->pending = parts + 1;
+    timer_mod(req->timer, done);
+}
+
+/* The common case: one engine request, one block-layer operation. */
+static uint16_t nhc_io_model(NhcCtrl *n, NhcReq *req, NhOp op, uint64_t off, uint64_t len,
+                             uint32_t flags)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint64_t done;
+    uint16_t status = nhc_io_engine(n, op, off, len, flags, now, &done);
+
+    if (status) {
+        return status;
+    }
+    nhc_io_arm(n, req, now, done, 1);
+    return NHC_ASYNC;
+}
+
+static void nhc_io_cb(void *opaque, int ret)
+{
+    NhcReq *req = opaque;
+
+    req->aiocb = NULL;
+    if (ret == -ECANCELED) {
+        req->status = NVME_CMD_ABORT_SQ_DEL;
+    } else if (ret < 0) {
+        error_report_once("nvme-hybrid: block backend I/O failed: %s", strerror(-ret));
+        req->status = req->cmd.opcode == NVME_CMD_READ || req->cmd.opcode == NVME_CMD_COMPARE ?
+                      NVME_UNRECOVERED_READ : NVME_WRITE_FAULT;
+    }
+    nhc_req_io_done(req);
+}
+
+/* ------------------------------------------------------------------------------ commands */
+
+static uint16_t nhc_check_range(NhcCtrl *n, uint64_t slba, uint64_t nlb)
+{
+    if (slba >= n->nsze || nlb > n->nsze - slba) {
+        return NHC_STATUS(NVME_LBA_RANGE);
+    }
+    return NVME_SUCCESS;
+}
+
+static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
+{
+    NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
+    uint64_t slba = le64_to_cpu(rw->slba);
+    uint32_t nlb = le16_to_cpu(rw->nlb) + 1;
+    uint64_t len = (uint64_t)nlb << n->lba_shift;
+    uint64_t off = slba << n->lba_shift;
+    bool write = rw->opcode == NVME_CMD_WRITE;
+    bool fua = le16_to_cpu(rw->control) & NVME_RW_FUA;
+    uint16_t status;
+
+    status = nhc_check_range(n, slba, nlb);
+    if (status) {
+        return status;
+    }
+    if (len > (4096u << NHC_MDTS)) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    status = nhc_map_prp(n, &req->qsg, le64_to_cpu(rw->dptr.prp1),
+                         le64_to_cpu(rw->dptr.prp2), len);
+    if (status) {
+        return status;
+    }
+    if (write) {
+        n->smart.host_write_cmds++;
+        n->smart.data_units_written += len >> 9;
+    } else {
+        n->smart.host_read_cmds++;
+        n->smart.data_units_read += len >> 9;
+    }
+    status = nhc_io_model(n, req, write ? NH_OP_WRITE : NH_OP_READ, off, len,
+                          fua ? NH_REQ_FUA : 0);
+    if (status != NHC_ASYNC) {
+        return status;
+    }
+    /* FUA needs no extra flush here: with a volatile backend cache the host also sees
+     * VWC=1 and flushes; without one every write is already durable. */
+    req->aiocb = write ?
+        dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_io_cb, req) :
+        dma_blk_read(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_io_cb, req);
+    return NHC_ASYNC;
+}
+
+static void nhc_compare_cb(void *opaque, int ret)
+{
+    NhcReq *req = opaque;
+    size_t half = req->bounce_len;
+
+    if (ret == 0) {
+        uint8_t *host = req->bounce + half;
+        uint8_t *p = host;
+        for (int i = 0; i < req->qsg.nsg; i++) {
+            if (pci_dma_read(PCI_DEVICE(req->sq->n), req->qsg.sg[i].base, p,
+                             req->qsg.sg[i].len) != MEMTX_OK) {
+                req->status = NHC_STATUS(NVME_DATA_TRAS_ERROR);
+                break;
+            }
+            p += req->qsg.sg[i].len;
+        }
+        if (!req->status && memcmp(req->bounce, host, half)) {
+            req->status = NHC_STATUS(NVME_CMP_FAILURE);
+        }
+    }
+    nhc_io_cb(req, ret);
+}
+
+static uint16_t nhc_io_compare(NhcCtrl *n, NhcReq *req)
+{
+    NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
+    uint64_t slba = le64_to_cpu(rw->slba);
+    uint32_t nlb = le16_to_cpu(rw->nlb) + 1;
+    uint64_t len = (uint64_t)nlb << n->lba_shift;
+    uint64_t off = slba << n->lba_shift;
+    uint16_t status;
+
+    status = nhc_check_range(n, slba, nlb);
+    if (status) {
+        return status;
+    }
+    if (len > (4096u << NHC_MDTS)) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    status = nhc_map_prp(n, &req->qsg, le64_to_cpu(rw->dptr.prp1),
+                         le64_to_cpu(rw->dptr.prp2), len);
+    if (status) {
+        return status;
+    }
+    status = nhc_io_model(n, req, NH_OP_READ, off, len, 0);
+    if (status != NHC_ASYNC) {
+        return status;
+    }
+    req->bounce_len = len;
+    req->bounce = g_malloc(2 * len);
+    qemu_iovec_init_buf(&req->iov, req->bounce, len);
+    req->aiocb = blk_aio_preadv(n->blkconf.blk, off, &req->iov, 0, nhc_compare_cb, req);
+    return NHC_ASYNC;
+}
+
+static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
+{
+    NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
+    uint64_t slba = le64_to_cpu(rw->slba);
+    uint32_t nlb = le16_to_cpu(rw->nlb) + 1;
+    uint64_t len = (uint64_t)nlb << n->lba_shift;
+    uint64_t off = slba << n->lba_shift;
+    bool deac = le32_to_cpu(req->cmd.cdw12) & (1 << 25);
+    uint16_t status;
+
+    status = nhc_check_range(n, slba, nlb);
+    if (status) {
+        return status;
+    }
+    n->smart.host_write_cmds++;
+    status = nhc_io_model(n, req, deac ? NH_OP_TRIM : NH_OP_WRITE, off, len, 0);
+    if (status != NHC_ASYNC) {
+        return status;
+    }
+    req->aiocb = blk_aio_pwrite_zeroes(n->blkconf.blk, off, len,
+                                       deac ? BDRV_REQ_MAY_UNMAP : 0, nhc_io_cb, req);
+    return NHC_ASYNC;
+}
+
+/*
+ * Dataset Management: only Attribute Deallocate has an effect.  Ranges are unmapped one after
+ * another (reads of them return zeroes afterwards, as DLFEAT promises); the range list lives in
+ * req->bounce and req->bounce_len counts the ranges still to do.
+ */
+static void nhc_dsm_next(void *opaque, int ret)
+{
+    NhcReq *req = opaque;
+    NhcCtrl *n = req->sq->n;
+    NvmeDsmRange *r;
+
+    req->aiocb = NULL;
+    while (ret == 0 && req->bounce_len) {
+        r = &((NvmeDsmRange *)req->bounce)[--req->bounce_len];
+        if (!le32_to_cpu(r->nlb)) {
+            continue;
+        }
+        req->aiocb = blk_aio_pwrite_zeroes(n->blkconf.blk,
+                                           le64_to_cpu(r->slba) << n->lba_shift,
+                                           (uint64_t)le32_to_cpu(r->nlb) << n->lba_shift,
+                                           BDRV_REQ_MAY_UNMAP, nhc_dsm_next, req);
+        return;
+    }
+    nhc_io_cb(req, ret);
+}
+
+static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
+{
+    NvmeDsmCmd *dsm = (NvmeDsmCmd *)&req->cmd;
+    uint32_t nr = (le32_to_cpu(dsm->nr) & 0xff) + 1;
+    uint32_t attr = le32_to_cpu(dsm->attributes);
+    NvmeDsmRange *ranges;
+    uint16_t status;
+    int64_t now;
+    uint64_t done = 0;
+
+    if (!(attr & NVME_DSMGMT_AD)) {
+        return NVME_SUCCESS;        /* integral read/write hints only: nothing to do */
+    }
+    ranges = g_new(NvmeDsmRange, nr);
+    req->bounce = (uint8_t *)ranges;
+    status = nhc_dma_from_host(n, ranges, nr * sizeof(*ranges), &req->cmd);
+    if (status) {
+        return status;
+    }
+    for (uint32_t i = 0; i < nr; i++) {
+        status = nhc_check_range(n, le64_to_cpu(ranges[i].slba), le32_to_cpu(ranges[i].nlb));
+        if (status) {
+            return status;
+        }
+    }
+    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    for (uint32_t i = 0; i < nr; i++) {
+        uint64_t nlb = le32_to_cpu(ranges[i].nlb), t;
+
+        if (!nlb) {
+            continue;
+        }
+        status = nhc_io_engine(n, NH_OP_TRIM, le64_to_cpu(ranges[i].slba) << n->lba_shift,
+                               nlb << n->lba_shift, 0, now, &t);
+        if (status) {
+            return status;
+        }
+        done = MAX(done, t);
+    }
+    nhc_io_arm(n, req, now, done, 1);
+    req->bounce_len = nr;
+    nhc_dsm_next(req, 0);
+    return NHC_ASYNC;
+}
+
+static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
+{
+    uint16_t status = nhc_io_model(n, req, NH_OP_FLUSH, 0, 0, 0);
+
+    if (status != NHC_ASYNC) {
+        return status;
+    }
+    req->aiocb = blk_aio_flush(n->blkconf.blk, nhc_io_cb, req);
+    return NHC_ASYNC;
+}
+
+uint16_t nhc_io_dispatch(NhcCtrl *n, NhcReq *req)
+{
+    uint32_t nsid = le32_to_cpu(req->cmd.nsid);
+
+    if (NVME_CMD_FLAGS_FUSE(req->cmd.flags) || NVME_CMD_FLAGS_PSDT(req->cmd.flags)) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    if (req->cmd.opcode == NVME_CMD_FLUSH && nsid == NVME_NSID_BROADCAST) {
+        return nhc_io_flush(n, req);
+    }
+    switch (req->cmd.opcode) {
+    case NVME_CMD_FLUSH:
+    case NVME_CMD_WRITE:
+    case NVME_CMD_READ:
+    case NVME_CMD_COMPARE:
+    case NVME_CMD_WRITE_ZEROES:
+    case NVME_CMD_DSM:
+        if (nsid != NHC_NSID) {
+            return NHC_STATUS(NVME_INVALID_NSID);
+        }
+        break;
+    default:
+        return NHC_STATUS(NVME_INVALID_OPCODE);
+    }
+    switch (req->cmd.opcode) {
+    case NVME_CMD_FLUSH:        return nhc_io_flush(n, req);
+    case NVME_CMD_WRITE:
+    case NVME_CMD_READ:         return nhc_io_rw(n, req);
+    case NVME_CMD_COMPARE:      return nhc_io_compare(n, req);
+    case NVME_CMD_WRITE_ZEROES: return nhc_io_write_zeroes(n, req);
+    default:                    return nhc_io_dsm(n, req);
+    }
+}

@@ -1,0 +1,194 @@
+/*
+ * nvme-hybrid.h - the QEMU side of nvme-hybrid: an NVMe controller whose timing and flash
+ * statistics come from the engine (ftl/engine.h).
+ *
+ * One file per concern:
+ *   ctrl.c       PCI function, BAR0 registers, controller enable/reset/shutdown, doorbells,
+ *                submission and completion queues, interrupts, properties
+ *   admin-cmd.c  admin commands (nhc_admin_*), features, log pages
+ *   io-cmd.c     NVM I/O commands (nhc_io_*), PRP data transfer, the block backend
+ *   state.c      persistence of engine and SMART state across runs, crash recovery
+ *
+ * Every command handler returns an NVMe status (NVME_* from block/nvme.h, with NVME_DNR where
+ * retrying cannot help) or NHC_ASYNC when the request completes later through
+ * nhc_req_complete().
+ */
+#ifndef HW_NVME_HYBRID_H
+#define HW_NVME_HYBRID_H
+
+#include "hw/pci/pci_device.h"
+#include "hw/block/block.h"
+#include "system/dma.h"
+#include "block/nvme.h"
+#include "qemu/timer.h"
+#include "qemu/notify.h"
+#include "qom/object.h"
+
+#include "engine.h"
+
+#define TYPE_NVME_HYBRID "nvme-hybrid"
+OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
+
+#define NHC_MODEL           "nvme-hybrid"
+#define NHC_FIRMWARE        "0.1"
+#define NHC_NSID            1
+#define NHC_MDTS            7       /* max transfer 2^7 * 4 KiB = 512 KiB */
+#define NHC_MAX_QENTRIES    1024    /* CAP.MQES + 1 */
+#define NHC_AERL            3       /* 4 outstanding Asynchronous Event Requests */
+#define NHC_ERROR_LOG_SIZE  64      /* entries kept in the Error Information log */
+#define NHC_VENDOR_LOG      0xc0    /* engine statistics, see docs/vendor-log.md */
+#define NHC_ASYNC           0xffff  /* handler status: completion comes later */
+#define NHC_TEMPERATURE_K   308     /* no thermal model: a constant 35 C */
+
+typedef struct NhcCtrl NhcCtrl;
+typedef struct NhcSQ NhcSQ;
+typedef struct NhcCQ NhcCQ;
+
+typedef struct NhcReq {
+    NhcSQ          *sq;
+    NvmeCmd         cmd;
+    NvmeCqe         cqe;
+    uint16_t        status;
+    /* outstanding parts: block I/O operations plus the modeled-completion timer */
+    int             pending;
+    uint64_t        submit_ns;
+    bool            is_io;
+    QEMUTimer      *timer;
+    QEMUSGList      qsg;
+    uint8_t        *bounce;         /* Compare and Dataset Management buffers */
+    size_t          bounce_len;
+    QEMUIOVector    iov;            /* over bounce, for Compare */
+    BlockAIOCB     *aiocb;
+    QTAILQ_ENTRY(NhcReq) entry;
+} NhcReq;
+
+struct NhcSQ {
+    NhcCtrl        *n;
+    uint16_t        sqid;
+    uint16_t        cqid;
+    uint8_t         prio;
+    uint32_t        head, tail, size;
+    uint64_t        dma_addr;
+    NhcReq         *reqs;
+    QTAILQ_HEAD(, NhcReq) free_list;
+    QTAILQ_HEAD(, NhcReq) out_list;
+    QTAILQ_ENTRY(NhcSQ) entry;
+};
+
+struct NhcCQ {
+    NhcCtrl        *n;
+    uint16_t        cqid;
+    uint16_t        vector;
+    bool            irq_enabled;
+    bool            phase;
+    uint32_t        head, tail, size;
+    uint64_t        dma_addr;
+    QTAILQ_HEAD(, NhcSQ) sq_list;
+    QTAILQ_HEAD(, NhcReq) done_list;    /* completed, waiting for room in the CQ */
+    /* interrupt coalescing (feature 08h) */
+    uint32_t        coalesced;
+    QEMUTimer      *coalesce_timer;
+};
+
+/* Counters that persist across runs (SMART / Health); stored with the engine state. */
+typedef struct NhcSmart {
+    uint64_t data_units_read;       /* in 512-byte units; reported in thousands, rounded up */
+    uint64_t data_units_written;
+    uint64_t host_read_cmds;
+    uint64_t host_write_cmds;
+    uint64_t busy_ns;               /* time with at least one I/O command outstanding */
+    uint64_t power_cycles;
+    uint64_t power_on_ns;
+    uint64_t unsafe_shutdowns;
+    uint64_t error_count;
+} NhcSmart;
+
+typedef struct NhcFeatures {
+    uint32_t arbitration;
+    uint32_t num_queues;            /* as granted: NCQA << 16 | NSQA */
+    uint32_t int_coalescing;
+    uint32_t async_config;
+    uint64_t timestamp_ms;          /* host value at the last Set Features ... */
+    int64_t  timestamp_base_ns;     /* ... and the virtual clock then */
+    bool     timestamp_set;
+} NhcFeatures;
+
+struct NhcCtrl {
+    PCIDevice       parent_obj;
+    MemoryRegion    bar0;
+    MemoryRegion    iomem;
+    BlockConf       blkconf;
+
+    /* properties */
+    char           *serial;
+    uint32_t        lba_size;
+    uint32_t        max_ioqpairs;
+    char           *state_file;
+    NhConfig        cfg;
+
+    /* controller registers */
+    uint64_t        cap;
+    uint32_t        vs, intms, cc, csts, aqa;
+    uint64_t        asq, acq;
+    uint32_t        reg_size;       /* registers + doorbells, bytes */
+
+    NhEngine       *engine;
+    uint64_t        ns_bytes;
+    uint64_t        nsze;           /* namespace size in LBAs */
+    uint8_t         lba_shift;
+    uint32_t        page_size;      /* host memory page size from CC.MPS */
+
+    NhcSQ         **sq;             /* indexed by queue id, 0 = admin */
+    NhcCQ         **cq;
+    uint32_t        num_queues;     /* max_ioqpairs + 1 */
+    uint32_t        num_vectors;
+
+    NhcFeatures     features;
+
+    /* asynchronous events */
+    NhcReq         *aer_reqs[NHC_AERL + 1];
+    uint8_t         outstanding_aers;
+    GQueue          events;         /* NvmeAerResult packed into a pointer-sized int */
+    uint8_t         aer_mask;       /* event types masked until their log page is read */
+
+    NvmeErrorLog    error_log[NHC_ERROR_LOG_SIZE];
+
+    NhcSmart        smart;
+    uint32_t        io_outstanding;
+    int64_t         busy_since_ns;
+    int64_t         powered_on_ns;  /* realtime clock at start, for power-on hours */
+
+    /* persistence (state.c) */
+    char           *state_path;     /* resolved; NULL when persistence is off */
+    bool            state_clean;    /* the file on disk matches the model */
+    Notifier        exit_notifier;
+};
+
+/* ctrl.c */
+void nhc_req_complete(NhcReq *req);
+void nhc_req_io_done(NhcReq *req);
+void nhc_raise_event(NhcCtrl *n, uint8_t type, uint8_t info, uint8_t log_page);
+void nhc_record_error(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_create_sq(NhcCtrl *n, uint16_t sqid, uint16_t cqid, uint64_t dma_addr,
+                       uint32_t size, uint8_t prio);
+uint16_t nhc_create_cq(NhcCtrl *n, uint16_t cqid, uint64_t dma_addr, uint32_t size,
+                       uint16_t vector, bool irq_enabled);
+void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, bool post);
+void nhc_delete_cq(NhcCtrl *n, uint16_t cqid);
+
+/* admin-cmd.c */
+uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req);
+void nhc_aer_post(NhcCtrl *n);
+
+/* io-cmd.c */
+uint16_t nhc_io_dispatch(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, uint32_t len);
+uint16_t nhc_dma_to_host(NhcCtrl *n, const void *buf, uint32_t len, NvmeCmd *cmd);
+uint16_t nhc_dma_from_host(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd);
+
+/* state.c */
+void nhc_state_open(NhcCtrl *n, Error **errp);
+void nhc_state_save(NhcCtrl *n);
+void nhc_state_touch(NhcCtrl *n);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * state.c - engine and SMART state across runs.
+ *
+ * The state lives next to the drive (`<image>.nh-state`, or the `state-file` property).  It is
+ * written on a clean shutdown (CC.SHN, QEMU exit, device removal) marked clean, and marked dirty
+ * in place as soon as the model changes after that, or right after it is loaded.  On start:
+ *  - a clean image restores mapping, wear, counters and SMART;
+ *  - a dirty image (QEMU was killed) restores wear, counters and SMART, counts an unsafe
+ *    shutdown, and rebuilds the mapping from the drive's allocation map, which is what the data
+ *    really is;
+ *  - no image (a new or foreign drive) rebuilds the mapping from the allocation map too.
+ */
+#include "qemu/osdep.h"
+#include "qemu/error-report.h"
+#include "qapi/error.h"
+#include "block/block.h"
+#include "block/block_int-common.h"
+#include "system/block-backend.h"
+
+#include "nvme-hybrid.h"
+
+/* Everything the drive holds (not a hole, not reads-as-zero) is taken as written once. */
+static void nhc_state_rebuild(NhcCtrl *n)
+{
+    BlockDriverState *bs = blk_bs(n->blkconf.blk);
+    int64_t off = 0, pnum;
+
+    while (bs && off < (int64_t)n->ns_bytes) {
+        int ret = bdrv_block_status_above(bs, NULL, off, n->ns_bytes - off, &pnum, NULL, NULL);
+
+        if (ret < 0 || pnum <= 0) {
+            warn_report("nvme-hybrid: cannot read the allocation map at offset %" PRId64
+                        "; the rest of the drive is taken as unwritten", off);
+            return;
+        }
+        if ((ret & BDRV_BLOCK_DATA) && !(ret & BDRV_BLOCK_ZERO)) {
+            nh_engine_mark_written(n->engine, off, pnum);
+        }
+        off += pnum;
+    }
+}
+
+static char *nhc_state_resolve(NhcCtrl *n)
+{
+    BlockDriverState *bs = blk_bs(n->blkconf.blk);
+
+    if (n->state_file) {
+        return *n->state_file && strcmp(n->state_file, "none") ?
+               g_strdup(n->state_file) : NULL;
+    }
+    if (bs && g_file_test(bs->filename, G_FILE_TEST_IS_REGULAR)) {
+        return g_strdup_printf("%s.nh-state", bs->filename);
+    }
+    return NULL;
+}
+
+void nhc_state_open(NhcCtrl *n, Error **errp)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GBytes) fe = NULL;
+    bool clean = false;
+
+    n->powered_on_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    n->state_path = nhc_state_resolve(n);
+    if (n->state_path && g_file_test(n->state_path, G_FILE_TEST_EXISTS)) {
+        if (!nh_engine_load(n->engine, n->state_path, &fe, &clean, &err)) {
+            warn_report("nvme-hybrid: state file %s unusable (%s); rebuilding the mapping "
+                        "from the drive", n->state_path, err->message);
+            clean = false;
+        } else if (fe && g_bytes_get_size(fe) == sizeof(n->smart)) {
+            memcpy(&n->smart, g_bytes_get_data(fe, NULL), sizeof(n->smart));
+        }
+        if (!clean) {
+            n->smart.unsafe_shutdowns++;
+            nhc_state_rebuild(n);
+        }
+    } else {
+        nhc_state_rebuild(n);
+    }
+    n->smart.power_cycles++;
+
+    if (n->state_path) {
+        /* From now on the file must say "not clean" until the next clean save. */
+        nhc_state_save(n);
+        if (!n->state_clean) {
+            if (n->state_file) {
+                error_setg(errp, "state-file: cannot write %s", n->state_path);
+                return;
+            }
+            warn_report("nvme-hybrid: state will not persist across runs");
+            g_free(n->state_path);
+            n->state_path = NULL;
+            return;
+        }
+        nhc_state_touch(n);
+    }
+}
+
+void nhc_state_save(NhcCtrl *n)
+{
+    g_autoptr(GError) err = NULL;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    if (!n->state_path || !n->engine) {
+        return;
+    }
+    n->smart.power_on_ns += now - n->powered_on_ns;
+    n->powered_on_ns = now;
+    if (!nh_engine_save(n->engine, n->state_path, &n->smart, sizeof(n->smart), &err)) {
+        warn_report("nvme-hybrid: cannot save state to %s: %s", n->state_path, err->message);
+        return;
+    }
+    n->state_clean = true;
+}
+
+void nhc_state_touch(NhcCtrl *n)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (!n->state_clean) {
+        return;
+    }
+    if (!nh_engine_state_mark_dirty(n->state_path, &err)) {
+        warn_report("nvme-hybrid: cannot mark %s in use: %s", n->state_path, err->message);
+        return;
+    }
+    n->state_clean = false;
+}
