@@ -1,0 +1,53 @@
+# nvme-hybrid: a thin wrapper.  ./configure prepares build/ (dependencies, QEMU source, meson);
+# ninja does the building; the test suites are meson test (engine), pytest (qtest, guest).
+#
+#   make            engine, simulator, QEMU with the device  -> build/qemu-system-x86_64
+#   make guest      the Debian guest (kernel, initramfs, root image) -> build/guest/
+#   make demo       build everything, boot a guest with the device and show it working
+#   make check      build everything and run every test (unit, qtest, guest end to end)
+#   make check-slow long soak tests and benchmarks (not part of check)
+BUILD      := build
+PYTEST     := $(BUILD)/venv/bin/pytest
+MESON      := $(BUILD)/venv/bin/meson
+
+.PHONY: all guest demo check check-unit check-qtest check-guest check-slow bench clean
+
+all: $(BUILD)/.configured
+	ninja -C $(BUILD)
+	ninja -C $(BUILD)/qemu-build qemu-system-x86_64
+	ln -sfn qemu-build/qemu-system-x86_64 $(BUILD)/qemu-system-x86_64
+
+# configure is re-run when it changes; it is cheap when nothing else has.
+$(BUILD)/.configured: configure
+	./configure
+	touch $@
+
+guest: all
+	guest-images/build
+
+demo: all guest
+	scripts/demo
+
+check: all guest
+	$(MAKE) check-unit check-qtest check-guest
+
+check-unit: all
+	$(MESON) test -C $(BUILD) --print-errorlogs
+
+check-qtest: all
+	$(PYTEST) -q tests/qtest
+
+check-guest: all guest
+	$(PYTEST) -q tests/guest
+
+check-slow: all guest
+	$(PYTEST) -q -m slow tests/guest
+
+bench: all guest
+	scripts/bench-overhead
+	scripts/bench-fidelity
+	scripts/bench-sim
+
+clean:
+	rm -rf $(BUILD)/qemu-build $(BUILD)/guest
+	ninja -C $(BUILD) clean
