@@ -1,0 +1,168 @@
+/*
+ * Timing: channel parallelism, serialisation on one die, and host reads waiting behind GC.
+ * The expected values follow from the model in nand.h: read = tR then a page over the bus;
+ * program = a page over the bus then tPROG; erase = tBERS; one timeline per die and per bus.
+ */
+#include "engine.h"
+
+#include <string.h>
+
+#define IDLE 1000000000000ull   /* far after anything booked so far */
+
+static NhEngine *make(const char *props, uint64_t capacity)
+{
+    NhConfig c;
+    GError *err = NULL;
+    NhEngine *e;
+
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, props, &err));
+    e = nh_engine_new(&c, capacity, &err);
+    g_assert_no_error(err);
+    return e;
+}
+
+static uint64_t submit(NhEngine *e, NhOp op, uint64_t off, uint64_t len, uint64_t now)
+{
+    NhRequest q = { .op = op, .offset = off, .length = len };
+    uint64_t done;
+    GError *err = NULL;
+    g_assert_true(nh_engine_submit(e, &q, now, &done, &err));
+    g_assert_no_error(err);
+    return done;
+}
+
+/* Sequential read of 1024 pages written sequentially (so striped over every channel). */
+static uint64_t seq_read_time(unsigned channels)
+{
+    char *props = g_strdup_printf("channels=%u,ways=1,pages=64,op=10", channels);
+    NhEngine *e = make(props, 64 << 20);
+    uint64_t t;
+
+    submit(e, NH_OP_WRITE, 0, 4 << 20, 0);
+    t = submit(e, NH_OP_READ, 0, 4 << 20, IDLE) - IDLE;
+    g_free(props);
+    nh_engine_free(e);
+    return t;
+}
+
+static void test_channel_scaling(void)
+{
+    uint64_t one = seq_read_time(1);
+
+    /* one channel, one die: each page costs tR (25 us) + 4 KiB at 800 MB/s (5.12 us) */
+    g_assert_cmpuint(one, ==, 1024 * (25000 + 5120));
+    for (unsigned n = 2; n <= 8; n *= 2) {
+        uint64_t t = seq_read_time(n);
+        double ratio = (double)one / (double)t;
+        g_test_message("%u channels: %.3f x the throughput of one", n, ratio);
+        g_assert_cmpfloat(ratio, >, 0.95 * n);
+        g_assert_cmpfloat(ratio, <, 1.05 * n);
+    }
+}
+
+static void test_die_serialises(void)
+{
+    /* two dies on one channel: reads overlap on the dies but share the bus */
+    NhEngine *e = make("channels=1,ways=2,pages=16,op=10", 1 << 20);
+    uint64_t a, b, c;
+
+    submit(e, NH_OP_WRITE, 0, 3 * 4096, 0);     /* pages 0, 2 on way 0; page 1 on way 1 */
+    a = submit(e, NH_OP_READ, 0, 4096, IDLE);
+    c = submit(e, NH_OP_READ, 4096, 4096, IDLE);
+    b = submit(e, NH_OP_READ, 2 * 4096, 4096, IDLE);
+    g_assert_cmpuint(a - IDLE, ==, 25000 + 5120);
+    g_assert_cmpuint(c - IDLE, ==, 25000 + 2 * 5120);      /* other die: senses in parallel */
+    g_assert_cmpuint(b - IDLE, ==, 2 * (25000 + 5120));    /* same die: waits a whole read */
+
+    /* programs on one die: the second waits for the first tPROG */
+    a = submit(e, NH_OP_WRITE, 5 * 4096, 4096, 2 * IDLE);   /* way 1 (after 3 pages) */
+    b = submit(e, NH_OP_WRITE, 6 * 4096, 4096, 2 * IDLE);   /* way 0 */
+    c = submit(e, NH_OP_WRITE, 7 * 4096, 4096, 2 * IDLE);   /* way 1 again */
+    g_assert_cmpuint(a - 2 * IDLE, ==, 5120 + 200000);
+    g_assert_cmpuint(b - 2 * IDLE, ==, 2 * 5120 + 200000);  /* bus busy with the first one */
+    g_assert_cmpuint(c - 2 * IDLE, ==, 2 * (5120 + 200000));
+    nh_engine_free(e);
+}
+
+static uint64_t counter(NhEngine *e, const char *key)
+{
+    char *js = nh_engine_stats_json(e, false);
+    char *p = strstr(js, key);
+    uint64_t v;
+    g_assert_nonnull(p);
+    v = g_ascii_strtoull(p + strlen(key), NULL, 10);
+    g_free(js);
+    return v;
+}
+
+/* Everything on one die: a read that arrives when background GC starts waits for its erase. */
+static void test_read_behind_gc(void)
+{
+    NhEngine *e = make("channels=1,ways=1,pages=16,op=10,t-erase=10ms", 1 << 20);
+    uint64_t now = 0, blocks_before, gc_wait = 0, plain = 0;
+    GRand *r = g_rand_new_with_seed(7);
+
+    submit(e, NH_OP_WRITE, 0, 1 << 20, 0);
+    for (int i = 0; i < 20000 && !gc_wait; i++) {
+        now += IDLE;    /* every request finds the die idle, except for GC booked just now */
+        blocks_before = counter(e, "\"gc_blocks\":");
+        uint64_t t = submit(e, NH_OP_READ, 0, 4096, now) - now;
+        if (counter(e, "\"gc_blocks\":") > blocks_before) {
+            gc_wait = t;
+        } else {
+            plain = t;
+        }
+        submit(e, NH_OP_WRITE, g_rand_int_range(r, 0, 256) * 4096, 4096, now + IDLE / 2);
+    }
+    g_rand_free(r);
+    g_test_message("read alone %" G_GUINT64_FORMAT " ns, behind a GC %" G_GUINT64_FORMAT " ns",
+                   plain, gc_wait);
+    g_assert_cmpuint(plain, ==, 25000 + 5120);
+    g_assert_cmpuint(gc_wait, >=, 10000000 + 25000 + 5120);
+    nh_engine_free(e);
+}
+
+static void test_latency_zero(void)
+{
+    NhEngine *e = make("channels=1,ways=1,pages=16,op=10,latency=zero", 1 << 20);
+    g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 8192, 100), ==, 100);
+    g_assert_cmpuint(submit(e, NH_OP_READ, 0, 8192, IDLE), ==, IDLE);
+    /* the model still ran: the histogram holds the modeled latency */
+    g_assert_cmpuint(counter(e, "\"page_programs\":"), ==, 2);
+    g_assert_cmpuint(counter(e, "\"max\":"), ==, 2 * (25000 + 5120));
+    nh_engine_free(e);
+}
+
+static void test_presets(void)
+{
+    static const struct { const char *cell; uint64_t read; } presets[] = {
+        { "slc", 25000 }, { "mlc", 60000 }, { "tlc", 80000 }, { "qlc", 122000 },
+        { "znand", 3000 },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(presets); i++) {
+        char *props = g_strdup_printf("channels=1,ways=1,pages=16,op=10,cell=%s",
+                                      presets[i].cell);
+        NhEngine *e = make(props, 1 << 20);
+        submit(e, NH_OP_WRITE, 0, 4096, 0);
+        g_assert_cmpuint(submit(e, NH_OP_READ, 0, 4096, IDLE) - IDLE, ==, presets[i].read + 5120);
+        nh_engine_free(e);
+        g_free(props);
+    }
+    NhEngine *e = make("channels=1,ways=1,pages=16,op=10,cell=mlc,t-read=1us,channel-mbps=400",
+                       1 << 20);
+    submit(e, NH_OP_WRITE, 0, 4096, 0);
+    g_assert_cmpuint(submit(e, NH_OP_READ, 0, 4096, IDLE) - IDLE, ==, 1000 + 10240);
+    nh_engine_free(e);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/timing/channel-scaling", test_channel_scaling);
+    g_test_add_func("/timing/die-serialises", test_die_serialises);
+    g_test_add_func("/timing/read-behind-gc", test_read_behind_gc);
+    g_test_add_func("/timing/latency-zero", test_latency_zero);
+    g_test_add_func("/timing/presets", test_presets);
+    return g_test_run();
+}
