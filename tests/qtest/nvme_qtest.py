@@ -20,13 +20,12 @@ import socket
 import struct
 import subprocess
 import tempfile
-import time
 
 # --- NVMe constants (NVMe Base Specification 1.4) ---------------------------
 
 # Controller registers, section 3.1.
-REG_CAP, REG_VS, REG_INTMS, REG_INTMC = 0x00, 0x08, 0x0C, 0x10
-REG_CC, REG_CSTS, REG_NSSR, REG_AQA = 0x14, 0x1C, 0x20, 0x24
+REG_CAP, REG_VS, REG_INTMS = 0x00, 0x08, 0x0C
+REG_CC, REG_CSTS, REG_AQA = 0x14, 0x1C, 0x24
 REG_ASQ, REG_ACQ = 0x28, 0x30
 DOORBELL_BASE = 0x1000
 
@@ -49,9 +48,7 @@ IO_COMPARE, IO_WRITE_ZEROES, IO_DSM = 0x05, 0x08, 0x09
 CNS_NS, CNS_CTRL, CNS_ACTIVE_NS_LIST, CNS_NS_DESC_LIST = 0x00, 0x01, 0x02, 0x03
 
 # Feature identifiers, section 5.21.1.
-FEAT_ARBITRATION, FEAT_POWER_MGMT = 0x01, 0x02
-FEAT_VWC, FEAT_NUM_QUEUES, FEAT_INT_COALESCING = 0x06, 0x07, 0x08
-FEAT_ASYNC_EVENT_CFG, FEAT_TIMESTAMP = 0x0B, 0x0E
+FEAT_VWC, FEAT_NUM_QUEUES, FEAT_TIMESTAMP = 0x06, 0x07, 0x0E
 
 # Status code types and codes, section 4.6.1.2.
 SCT_GENERIC, SCT_CMD_SPECIFIC = 0, 1
@@ -67,7 +64,6 @@ SC_LBA_OUT_OF_RANGE = 0x80
 SC_CQ_INVALID = 0x00
 SC_INVALID_QID = 0x01
 SC_INVALID_QSIZE = 0x02
-SC_ABORT_LIMIT_EXCEEDED = 0x03
 SC_INVALID_LOG_PAGE = 0x09
 SC_INVALID_QUEUE_DELETION = 0x0C
 SC_FEATURE_NOT_CHANGEABLE = 0x0E
@@ -784,12 +780,3 @@ class IdNs:
     def metadata_size(self):
         return self.lbaf[self.flbas & 0xF] & 0xFFFF
 
-
-def wait_wall(predicate, seconds):
-    """Poll a host-side condition (not virtual time) for up to `seconds`."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()

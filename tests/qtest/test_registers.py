@@ -28,8 +28,7 @@ def test_cap_reset_values(ctrl):
     # MPSMIN: 2^(12+MPSMIN); a 4 KiB host page must be allowed.
     assert mpsmin == 0
     assert mpsmax >= mpsmin
-    # Reserved bits 63:58 and 31:27 (1.4 layout) read as zero... except
-    # bits 57 (CMBS) and 56 (PMRS), which 1.4 defines.
+    # Bits 63:58 are reserved in 1.4 (57 is CMBS, 56 PMRS).
     assert (cap >> 58) == 0
 
 
