@@ -24,6 +24,7 @@
  */
 #include "ftl.h"
 #include "engine.h"
+#include "mem.h"
 
 #include <string.h>
 
@@ -441,9 +442,9 @@ static void page_destroy(void *opaque)
         g_free(f->pu[i].heap);
     }
     g_free(f->pu);
-    g_free(f->l2p);
-    g_free(f->p2l);
-    g_free(f->blk);
+    nh_lazy_free(f->l2p, f->env.lpages, sizeof(uint32_t));
+    nh_lazy_free(f->p2l, f->nand->g.npages, sizeof(uint32_t));
+    nh_lazy_free(f->blk, f->nand->g.nblocks, sizeof(Block));
     g_free(f->bucket);
     g_free(f->order);
     g_free(f->touched);
@@ -481,9 +482,9 @@ static void *page_create(const NhFtlEnv *env, GError **errp)
     }
 
     /* untouched until used: see the file comment */
-    f->l2p = g_try_malloc0_n(env->lpages, sizeof(uint32_t));
-    f->p2l = g_try_malloc0_n(g->npages, sizeof(uint32_t));
-    f->blk = g_try_malloc0_n(g->nblocks, sizeof(Block));
+    f->l2p = nh_lazy_alloc(env->lpages, sizeof(uint32_t));
+    f->p2l = nh_lazy_alloc(g->npages, sizeof(uint32_t));
+    f->blk = nh_lazy_alloc(g->nblocks, sizeof(Block));
     f->touched = g_try_malloc0_n((env->lpages >> (CHUNK_SHIFT + 6)) + 1, sizeof(uint64_t));
     if (!f->l2p || !f->p2l || !f->blk || !f->touched) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
