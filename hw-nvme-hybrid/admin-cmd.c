@@ -119,10 +119,9 @@ static void nhc_put_le128(uint8_t *dst, uint64_t val)
     stq_le_p(dst, val);
 }
 
-/* Write-cache presence: the block backend's own cache is volatile storage for our data. */
 static bool nhc_vwc_present(NhcCtrl *n)
 {
-    return blk_enable_write_cache(n->blkconf.blk);
+    return n->vwc_present;
 }
 
 static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)

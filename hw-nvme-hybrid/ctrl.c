@@ -740,6 +740,7 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
     if (!blkconf_apply_backend_options(&n->blkconf, false, true, errp)) {
         return;
     }
+    n->vwc_present = blk_enable_write_cache(n->blkconf.blk);
     if (!nh_config_check(&n->cfg, &gerr)) {
         error_setg(errp, "%s", gerr->message);
         return;
@@ -875,6 +876,8 @@ static void nhc_class_init(ObjectClass *oc, void *data)
     pc->class_id = PCI_CLASS_STORAGE_EXPRESS;
     pc->vendor_id = NHC_PCI_VENDOR;
     pc->device_id = NHC_PCI_DEVICE;
+    pc->subsystem_vendor_id = NHC_PCI_VENDOR;
+    pc->subsystem_id = NHC_PCI_DEVICE;
     set_bit(DEVICE_CATEGORY_STORAGE, dc->categories);
     dc->desc = "NVMe SSD with a NAND/FTL model (nvme-hybrid)";
     dc->vmsd = &nhc_vmstate;

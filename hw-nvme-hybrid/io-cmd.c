@@ -10,6 +10,7 @@
 #include "qemu/log.h"
 #include "qemu/error-report.h"
 #include "system/block-backend.h"
+#include "system/cpu-timers.h"
 
 #include "nvme-hybrid.h"
 
@@ -174,6 +175,37 @@ static void nhc_io_cb(void *opaque, int ret)
     nhc_req_io_done(req);
 }
 
+/*
+ * Under -icount the virtual clock runs with guest instructions and jumps to the next timer
+ * when the vCPUs idle, so an asynchronous backend completion could land arbitrarily late in
+ * guest time.  There, data moves synchronously while the doorbell write is handled, and the
+ * guest sees exactly the modeled completion time.
+ */
+static void nhc_io_rw_sync(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, bool write)
+{
+    g_autofree uint8_t *buf = g_malloc(len);
+    uint8_t *p = buf;
+    int ret = 0;
+
+    if (!write) {
+        ret = blk_pread(n->blkconf.blk, off, len, buf, 0);
+    }
+    for (int i = 0; ret == 0 && i < req->qsg.nsg; i++) {
+        MemTxResult r = write ?
+            pci_dma_read(PCI_DEVICE(n), req->qsg.sg[i].base, p, req->qsg.sg[i].len) :
+            pci_dma_write(PCI_DEVICE(n), req->qsg.sg[i].base, p, req->qsg.sg[i].len);
+        if (r != MEMTX_OK) {
+            req->status = NHC_STATUS(NVME_DATA_TRAS_ERROR);
+            break;
+        }
+        p += req->qsg.sg[i].len;
+    }
+    if (write && ret == 0 && !req->status) {
+        ret = blk_pwrite(n->blkconf.blk, off, len, buf, 0);
+    }
+    nhc_io_cb(req, ret);
+}
+
 /* ------------------------------------------------------------------------------ commands */
 
 static uint16_t nhc_check_range(NhcCtrl *n, uint64_t slba, uint64_t nlb)
@@ -221,6 +253,10 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     }
     /* FUA needs no extra flush here: with a volatile backend cache the host also sees
      * VWC=1 and flushes; without one every write is already durable. */
+    if (icount_enabled()) {
+        nhc_io_rw_sync(n, req, off, len, write);
+        return NHC_ASYNC;
+    }
     req->aiocb = write ?
         dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_io_cb, req) :
         dma_blk_read(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_io_cb, req);

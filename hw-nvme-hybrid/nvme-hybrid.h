@@ -125,6 +125,9 @@ struct NhcCtrl {
     uint32_t        max_ioqpairs;
     char           *state_file;
     NhConfig        cfg;
+    /* A volatile write cache exists when the block backend caches writes (write-cache=on or
+     * the backend's default); fixed at realize, enabled or not by Set Features 06h. */
+    bool            vwc_present;
 
     /* controller registers */
     uint64_t        cap;
