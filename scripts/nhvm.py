@@ -21,7 +21,8 @@ GUEST_DIR = os.path.join(REPO, "build", "guest")
 # wall time.
 DEFAULT_ICOUNT_SHIFT = 0
 
-NVME_SERIAL = "nvh0"
+# The device's id and serial; its QOM path is /machine/peripheral/nvh0.
+NVME_ID = "nvh0"
 
 
 class Error(Exception):
@@ -61,7 +62,8 @@ def add_common_options(ap):
     ap.add_argument("--share", metavar="DIR",
                     help="host directory mounted at /mnt/share in the guest")
     ap.add_argument("--qmp", metavar="PATH",
-                    help="QMP unix socket, e.g. for qom-get of the device's stats")
+                    help="QMP unix socket, e.g. for qom-get of the stats property "
+                         "of the device, /machine/peripheral/%s" % NVME_ID)
     ap.add_argument("--qemu-binary", metavar="PATH",
                     help="QEMU to run (default: $NVME_HYBRID_QEMU, else "
                          "build/qemu-system-x86_64)")
@@ -119,7 +121,7 @@ def prepare_disk(path, size, fmt, qemu):
 def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
     """console: the -serial argument (the guest's ttyS0); extra: the
     caller's own QEMU arguments, placed before the user's --qemu ones."""
-    device = "%s,drive=nvm0,serial=%s" % (opts.nvme_model, NVME_SERIAL)
+    device = "%s,id=%s,drive=nvm0,serial=%s" % (opts.nvme_model, NVME_ID, NVME_ID)
     if opts.device:
         device += "," + opts.device
     cmd = [qemu,
