@@ -8,6 +8,9 @@
 #   make check-slow long soak tests and benchmarks (not part of check)
 BUILD      := build
 PYTEST     := $(BUILD)/venv/bin/pytest
+# QEMU compiles with -g; without this ccache would key every object on the clone's directory.
+export CCACHE_NOHASHDIR := 1
+export CCACHE_BASEDIR := $(CURDIR)
 MESON      := $(BUILD)/venv/bin/meson
 
 .PHONY: all guest demo check check-unit check-qtest check-guest check-slow bench clean
