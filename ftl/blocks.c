@@ -1,0 +1,718 @@
+/*
+ * blocks.c - flash blocks for the page-mapped FTLs (contract in blocks.h).
+ *
+ * Layout, chosen for a 1 TiB space in a few GiB that starts instantly: p2l and the block table
+ * come from anonymous mmap (zero pages until written); a physical page is valid exactly when
+ * its p2l entry is nonzero, so no separate bitmap exists.  Each plane keeps a min-heap of free
+ * blocks keyed by erase count (dynamic wear levelling: the least-worn free block is opened
+ * next) and its closed blocks in buckets by valid-page count, so greedy finds a victim in
+ * O(pages).  Host-side writes go to the planes round-robin in an order that changes channel
+ * fastest, then way, die and plane, so consecutive pages land on different buses.
+ */
+#include "blocks.h"
+#include "engine.h"
+#include "mem.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ free-block heap */
+
+static inline uint32_t wear(const NhBlocks *b, uint32_t blk) { return b->nand->erase_count[blk]; }
+
+static void heap_push(NhBlocks *b, NhPlane *p, uint32_t blk)
+{
+    uint32_t i = p->nfree++;
+    while (i) {
+        uint32_t parent = (i - 1) / 2;
+        if (wear(b, p->heap[parent]) <= wear(b, blk)) {
+            break;
+        }
+        p->heap[i] = p->heap[parent];
+        i = parent;
+    }
+    p->heap[i] = blk;
+}
+
+static uint32_t heap_pop(NhBlocks *b, NhPlane *p)
+{
+    uint32_t top = p->heap[0], last = p->heap[--p->nfree], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= p->nfree) {
+            break;
+        }
+        if (c + 1 < p->nfree && wear(b, p->heap[c + 1]) < wear(b, p->heap[c])) {
+            c++;
+        }
+        if (wear(b, last) <= wear(b, p->heap[c])) {
+            break;
+        }
+        p->heap[i] = p->heap[c];
+        i = c;
+    }
+    if (p->nfree) {
+        p->heap[i] = last;
+    }
+    return top;
+}
+
+/* ------------------------------------------------------------------ valid-count buckets */
+
+static inline uint32_t *head_of(NhBlocks *b, uint32_t pu, uint32_t valid)
+{
+    return &b->bucket[(size_t)pu * (b->pages + 1) + valid];
+}
+
+static void bucket_insert(NhBlocks *b, uint32_t blk)
+{
+    uint32_t *h = head_of(b, blk / b->blocks, b->blk[blk].valid);
+    b->blk[blk].prev = NH_NONE;
+    b->blk[blk].next = *h;
+    if (*h != NH_NONE) {
+        b->blk[*h].prev = blk;
+    }
+    *h = blk;
+}
+
+static void bucket_remove(NhBlocks *b, uint32_t blk)
+{
+    NhBlock *k = &b->blk[blk];
+    if (k->prev != NH_NONE) {
+        b->blk[k->prev].next = k->next;
+    } else {
+        *head_of(b, blk / b->blocks, k->valid) = k->next;
+    }
+    if (k->next != NH_NONE) {
+        b->blk[k->next].prev = k->prev;
+    }
+}
+
+/* ------------------------------------------------------------------ pages */
+
+void nh_blocks_invalidate(NhBlocks *b, uint32_t ppn)
+{
+    uint32_t blk = ppn / b->pages;
+    NhBlock *k = &b->blk[blk];
+
+    b->p2l[ppn] = 0;
+    if (k->state == NH_BLK_CLOSED) {
+        bucket_remove(b, blk);
+        k->valid--;
+        bucket_insert(b, blk);
+    } else {
+        k->valid--;
+    }
+    k->mtime = b->now;
+}
+
+static void close_block(NhBlocks *b, uint32_t blk)
+{
+    b->blk[blk].state = NH_BLK_CLOSED;
+    bucket_insert(b, blk);
+}
+
+static void note_free_space(NhBlocks *b, NhPlane *p)
+{
+    if (!p->bg && p->nfree < b->low) {
+        p->bg = true;
+        b->bg_active++;
+    }
+}
+
+static uint32_t open_block(NhBlocks *b, NhPlane *p, uint8_t kind)
+{
+    uint32_t blk = heap_pop(b, p);
+    b->blk[blk].state = NH_BLK_OPEN;
+    b->blk[blk].kind = kind;
+    b->blk[blk].wp = 0;
+    b->blk[blk].valid = 0;
+    note_free_space(b, p);
+    return blk;
+}
+
+static inline bool front_full(const NhBlocks *b, const NhPlane *p, uint32_t front)
+{
+    return p->open[front] == NH_NONE || b->blk[p->open[front]].wp == b->pages;
+}
+
+static uint32_t take_page(NhBlocks *b, NhPlane *p, uint32_t front)
+{
+    if (front_full(b, p, front)) {
+        if (p->open[front] != NH_NONE) {
+            close_block(b, p->open[front]);
+        }
+        p->open[front] = open_block(b, p, b->s.front_kind[front]);
+    }
+    return p->open[front] * b->pages + b->blk[p->open[front]].wp++;
+}
+
+uint32_t nh_blocks_gc_page(NhBlocks *b, uint32_t pu, uint32_t front)
+{
+    return take_page(b, &b->pu[pu], front);
+}
+
+/* ------------------------------------------------------------------ cleaning */
+
+static uint32_t pick_greedy(NhBlocks *b, uint32_t pu)
+{
+    for (uint32_t v = 0; v < b->pages; v++) {
+        uint32_t blk = *head_of(b, pu, v);
+        if (blk != NH_NONE) {
+            return blk;
+        }
+    }
+    return NH_NONE;
+}
+
+/* Kawaguchi / Rosenblum: maximise age * (1 - u) / (2u), u the valid fraction. */
+static uint32_t pick_cost_benefit(NhBlocks *b, uint32_t pu)
+{
+    uint32_t best = NH_NONE;
+    double best_score = -1.0;
+
+    for (uint32_t v = 0; v < b->pages; v++) {
+        for (uint32_t blk = *head_of(b, pu, v); blk != NH_NONE; blk = b->blk[blk].next) {
+            double u = (double)v / b->pages;
+            double age = (double)(b->now - b->blk[blk].mtime) + 1.0;
+            double score;
+            if (v == 0) {
+                return blk;
+            }
+            score = age * (1.0 - u) / (2.0 * u);
+            if (score > best_score) {
+                best_score = score;
+                best = blk;
+            }
+        }
+    }
+    return best;
+}
+
+/* Move the valid pages of closed block @blk to its kind's GC frontier, let the FTL update its
+ * map, and erase the block once both are done (the old copies are the only ones until then). */
+static uint64_t relocate(NhBlocks *b, uint32_t blk, uint64_t *copies)
+{
+    uint32_t pu = blk / b->blocks;
+    uint32_t base = blk * b->pages;
+    uint8_t kind = b->blk[blk].kind;
+    uint32_t front = b->s.gc_front[kind], n = 0;
+    uint64_t done = b->now, t;
+
+    bucket_remove(b, blk);
+    b->blk[blk].state = NH_BLK_OPEN;    /* out of the buckets while it is emptied */
+    for (uint32_t i = 0; i < b->blk[blk].wp && b->blk[blk].valid; i++) {
+        uint32_t owner1 = b->p2l[base + i];
+        if (owner1) {
+            uint32_t dst = take_page(b, &b->pu[pu], front);
+            t = nh_nand_read(b->nand, base + i, b->now);
+            t = nh_nand_program(b->nand, dst, t);
+            done = t > done ? t : done;
+            nh_blocks_invalidate(b, base + i);
+            nh_blocks_map(b, owner1 - 1, dst);
+            b->moves[n++] = (NhMove){ owner1 - 1, dst };
+            (*copies)++;
+        }
+    }
+    if (n) {
+        t = b->s.moved(b->s.ctx, kind, pu, b->moves, n, done);
+        done = t > done ? t : done;
+    }
+    done = nh_nand_erase(b->nand, blk, done);
+    b->blk[blk] = (NhBlock){ .state = NH_BLK_FREE, .prev = NH_NONE, .next = NH_NONE };
+    heap_push(b, &b->pu[pu], blk);
+    b->pu[pu].erases++;
+    return done;
+}
+
+/* Static wear levelling: when a plane's erase-count spread passes the threshold, move the data
+ * of its least-worn closed block (cold data) so that block rejoins the free pool. */
+static void static_wl(NhBlocks *b, uint32_t pu)
+{
+    uint32_t thr = b->env.cfg->wl_threshold;
+    uint32_t lo = UINT32_MAX, hi = 0, cold = NH_NONE;
+    NhPlane *p = &b->pu[pu];
+
+    if (!thr || p->erases < thr) {
+        return;
+    }
+    p->erases = 0;
+    for (uint32_t blk = pu * b->blocks; blk < (pu + 1) * b->blocks; blk++) {
+        uint32_t w = wear(b, blk);
+        hi = w > hi ? w : hi;
+        if (b->blk[blk].state == NH_BLK_CLOSED && w < lo) {
+            lo = w;
+            cold = blk;
+        }
+    }
+    if (cold != NH_NONE && hi - lo > thr) {
+        relocate(b, cold, &b->st->ftl_wl_page_copies);
+        b->st->ftl_wl_blocks++;
+    }
+}
+
+/* Reclaim one victim in @pu; false when no closed block has an invalid page. */
+static bool gc_step(NhBlocks *b, uint32_t pu, bool foreground)
+{
+    uint32_t blk = b->env.cfg->gc == NH_GC_COST_BENEFIT ? pick_cost_benefit(b, pu)
+                                                        : pick_greedy(b, pu);
+    if (blk == NH_NONE) {
+        return false;
+    }
+    relocate(b, blk, &b->st->ftl_gc_page_copies);
+    b->st->ftl_gc_blocks++;
+    if (foreground) {
+        b->st->ftl_gc_foreground_blocks++;
+    }
+    static_wl(b, pu);
+    return true;
+}
+
+/* A page of frontier @front in plane @pu for host-side data, or NH_NONE when the plane cannot
+ * take one now. */
+static uint32_t host_page_in(NhBlocks *b, uint32_t pu, uint32_t front)
+{
+    NhPlane *p = &b->pu[pu];
+
+    if (front_full(b, p, front)) {
+        while (p->nfree <= b->crit && gc_step(b, pu, true)) {
+        }
+        if (p->nfree <= b->s.reserve) {
+            return NH_NONE;
+        }
+    }
+    return take_page(b, p, front);
+}
+
+uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front)
+{
+    uint32_t ppn = NH_NONE;
+
+    /* the capacity check at creation guarantees some plane accepts the page */
+    for (uint32_t tries = 0; tries < b->npu && ppn == NH_NONE; tries++) {
+        ppn = host_page_in(b, b->order[b->rr[front]], front);
+        b->rr[front] = b->rr[front] + 1 == b->npu ? 0 : b->rr[front] + 1;
+    }
+    g_assert(ppn != NH_NONE);
+    return ppn;
+}
+
+void nh_blocks_background(NhBlocks *b, uint64_t now, bool defer)
+{
+    if (!b->bg_active || defer) {
+        return;
+    }
+    b->now = now;
+    for (uint32_t i = 0; i < b->npu; i++) {
+        uint32_t pu = (b->bg_cursor + i) % b->npu;
+        NhPlane *p = &b->pu[pu];
+        if (!p->bg) {
+            continue;
+        }
+        if (!gc_step(b, pu, false) || p->nfree >= b->high) {
+            p->bg = false;
+            b->bg_active--;
+        }
+        b->bg_cursor = (pu + 1) % b->npu;
+        return;
+    }
+}
+
+/* ------------------------------------------------------------------ life cycle */
+
+static uint32_t pct_blocks(uint32_t spare, uint32_t pct)
+{
+    return (uint32_t)(((uint64_t)spare * pct + 99) / 100);
+}
+
+uint64_t *nh_touched_new(uint64_t n)
+{
+    return g_try_malloc0_n((n >> (NH_CHUNK_SHIFT + 6)) + 1, sizeof(uint64_t));
+}
+
+bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, GError **errp)
+{
+    const NhGeometry *g = &env->nand->g;
+    uint32_t spare;
+
+    memset(b, 0, sizeof(*b));
+    b->s = *spec;
+    b->env = *env;
+    b->nand = env->nand;
+    b->st = env->stats;
+    b->pages = g->pages;
+    b->blocks = g->blocks;
+    b->npu = g->npu;
+    /* the engine checked that the spare covers these (see the FTL's spare_blocks) */
+    spare = (uint32_t)((g->nblocks - (spec->live_pages + g->pages - 1) / g->pages) / g->npu);
+    b->crit = MAX(spec->reserve + 1, pct_blocks(spare, env->cfg->gc_critical));
+    b->low = MAX(b->crit + 1, pct_blocks(spare, env->cfg->gc_low));
+    b->high = MAX(b->low + 1, pct_blocks(spare, env->cfg->gc_high));
+    if (b->high > b->blocks - 2) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "gc-high: %u%% of the spare blocks is %u of the %u blocks per plane; too many",
+                    env->cfg->gc_high, b->high, b->blocks);
+        return false;
+    }
+    b->p2l = nh_lazy_alloc(g->npages, sizeof(uint32_t));
+    b->blk = nh_lazy_alloc(g->nblocks, sizeof(NhBlock));
+    if (!b->p2l || !b->blk) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "not enough host memory for the tables of %" G_GUINT64_FORMAT
+                    " physical pages", g->npages);
+        return false;
+    }
+    b->bucket = g_new(uint32_t, (size_t)b->npu * (b->pages + 1));
+    memset(b->bucket, 0xff, sizeof(uint32_t) * (size_t)b->npu * (b->pages + 1));
+    b->pu = g_new0(NhPlane, b->npu);
+    b->order = g_new(uint32_t, b->npu);
+    b->moves = g_new(NhMove, b->pages);
+    for (uint32_t i = 0; i < b->npu; i++) {
+        /* channel changes fastest, then way, die, plane */
+        uint32_t ch = i % g->channels, r = i / g->channels;
+        uint32_t way = r % g->ways, die = (r / g->ways) % g->dies;
+        uint32_t plane = r / g->ways / g->dies;
+        NhPlane *p = &b->pu[i];
+
+        b->order[i] = ((ch * g->ways + way) * g->dies + die) * g->planes + plane;
+        p->heap = g_new(uint32_t, b->blocks);
+        for (uint32_t f = 0; f < NH_MAX_FRONT; f++) {
+            p->open[f] = NH_NONE;
+        }
+        /* equal erase counts: any order is a heap; a restored wear table is re-heaped by load */
+        for (uint32_t k = 0; k < b->blocks; k++) {
+            heap_push(b, p, i * b->blocks + k);
+        }
+    }
+    return true;
+}
+
+void nh_blocks_destroy(NhBlocks *b)
+{
+    for (uint32_t i = 0; b->pu && i < b->npu; i++) {
+        g_free(b->pu[i].heap);
+    }
+    g_free(b->pu);
+    nh_lazy_free(b->p2l, b->nand->g.npages, sizeof(uint32_t));
+    nh_lazy_free(b->blk, b->nand->g.nblocks, sizeof(NhBlock));
+    g_free(b->bucket);
+    g_free(b->order);
+    g_free(b->moves);
+}
+
+/* ------------------------------------------------------------------ persistence */
+
+void nh_put32(GByteArray *o, uint32_t v)
+{
+    uint32_t le = GUINT32_TO_LE(v);
+    g_byte_array_append(o, (const guint8 *)&le, 4);
+}
+
+void nh_put64(GByteArray *o, uint64_t v)
+{
+    uint64_t le = GUINT64_TO_LE(v);
+    g_byte_array_append(o, (const guint8 *)&le, 8);
+}
+
+bool nh_get32(NhReader *r, uint32_t *v)
+{
+    uint32_t le;
+    if (r->end - r->p < 4) {
+        return false;
+    }
+    memcpy(&le, r->p, 4);
+    r->p += 4;
+    *v = GUINT32_FROM_LE(le);
+    return true;
+}
+
+bool nh_get64(NhReader *r, uint64_t *v)
+{
+    uint64_t le;
+    if (r->end - r->p < 8) {
+        return false;
+    }
+    memcpy(&le, r->p, 8);
+    r->p += 8;
+    *v = GUINT64_FROM_LE(le);
+    return true;
+}
+
+bool nh_blocks_corrupt(const NhBlocks *b, GError **errp, const char *what)
+{
+    g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "state file: %s FTL section is damaged (%s)",
+                b->env.cfg->ftl, what);
+    return false;
+}
+
+static void set_count(GByteArray *o, guint pos, uint64_t count)
+{
+    count = GUINT64_TO_LE(count);
+    memcpy(o->data + pos, &count, 8);
+}
+
+/*
+ * Serialised form (little-endian u32 words): per plane its frontier blocks; then the count and
+ * list of (block, state | kind << 8, wp) for every block that is not free.
+ */
+void nh_blocks_save(const NhBlocks *b, GByteArray *o)
+{
+    uint64_t nblocks = (uint64_t)b->npu * b->blocks, count = 0;
+    guint pos;
+
+    for (uint32_t i = 0; i < b->npu; i++) {
+        for (uint32_t f = 0; f < b->s.nfront; f++) {
+            nh_put32(o, b->pu[i].open[f]);
+        }
+    }
+    pos = o->len;
+    nh_put64(o, 0);
+    for (uint64_t k = 0; k < nblocks; k++) {
+        if (b->blk[k].state != NH_BLK_FREE) {
+            nh_put32(o, (uint32_t)k);
+            nh_put32(o, b->blk[k].state | (uint32_t)b->blk[k].kind << 8);
+            nh_put32(o, b->blk[k].wp);
+            count++;
+        }
+    }
+    set_count(o, pos, count);
+}
+
+bool nh_blocks_load(NhBlocks *b, NhReader *r, GError **errp)
+{
+    uint64_t nblocks = (uint64_t)b->npu * b->blocks, n;
+
+    for (uint32_t i = 0; i < b->npu; i++) {
+        for (uint32_t f = 0; f < b->s.nfront; f++) {
+            uint32_t *o = &b->pu[i].open[f];
+            if (!nh_get32(r, o)) {
+                return nh_blocks_corrupt(b, errp, "truncated frontier list");
+            }
+            if (*o != NH_NONE && *o / b->blocks != i) {
+                return nh_blocks_corrupt(b, errp, "open block outside its plane");
+            }
+        }
+    }
+    if (!nh_get64(r, &n) || n > nblocks) {
+        return nh_blocks_corrupt(b, errp, "block count");
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t k, state, wp, kind;
+        if (!nh_get32(r, &k) || !nh_get32(r, &state) || !nh_get32(r, &wp)) {
+            return nh_blocks_corrupt(b, errp, "truncated block list");
+        }
+        kind = state >> 8;
+        state &= 0xff;
+        if (k >= nblocks || (state != NH_BLK_OPEN && state != NH_BLK_CLOSED) || wp > b->pages ||
+            kind >= NH_MAX_KIND) {
+            return nh_blocks_corrupt(b, errp, "block entry out of range");
+        }
+        b->blk[k].state = (uint8_t)state;
+        b->blk[k].kind = (uint8_t)kind;
+        b->blk[k].wp = wp;
+        b->nand->next_page[k] = wp;
+    }
+    for (uint32_t i = 0; i < b->npu; i++) {
+        for (uint32_t f = 0; f < b->s.nfront; f++) {
+            uint32_t o = b->pu[i].open[f];
+            if (o != NH_NONE && (b->blk[o].state != NH_BLK_OPEN ||
+                                 b->blk[o].kind != b->s.front_kind[f])) {
+                return nh_blocks_corrupt(b, errp, "open block not marked open");
+            }
+        }
+    }
+    return true;
+}
+
+void nh_map_save(GByteArray *o, const uint32_t *fwd, const uint64_t *touched, uint64_t n)
+{
+    guint pos = o->len;
+    uint64_t count = 0;
+
+    nh_put64(o, 0);
+    for (uint64_t c = 0; c <= (n >> NH_CHUNK_SHIFT); c++) {
+        uint64_t i, end;
+        if (touched && !(touched[c >> 6] & (1ull << (c & 63)))) {
+            continue;
+        }
+        i = c << NH_CHUNK_SHIFT;
+        end = MIN(n, (c + 1) << NH_CHUNK_SHIFT);
+        while (i < end) {
+            uint32_t ppn1 = fwd[i];
+            uint32_t len = 1;
+            if (!ppn1) {
+                i++;
+                continue;
+            }
+            while (i + len < end && fwd[i + len] == ppn1 + len) {
+                len++;
+            }
+            nh_put32(o, (uint32_t)i);
+            nh_put32(o, ppn1 - 1);
+            nh_put32(o, len);
+            count++;
+            i += len;
+        }
+    }
+    set_count(o, pos, count);
+}
+
+bool nh_map_load(NhBlocks *b, NhReader *r, uint32_t *fwd, uint64_t *touched, uint64_t n,
+                 uint8_t kind, GError **errp)
+{
+    uint64_t runs;
+
+    if (!nh_get64(r, &runs)) {
+        return nh_blocks_corrupt(b, errp, "run count");
+    }
+    for (uint64_t i = 0; i < runs; i++) {
+        uint32_t first, ppn, cnt;
+        if (!nh_get32(r, &first) || !nh_get32(r, &ppn) || !nh_get32(r, &cnt)) {
+            return nh_blocks_corrupt(b, errp, "truncated mapping");
+        }
+        if (!cnt || (uint64_t)first + cnt > n || (uint64_t)ppn + cnt > b->nand->g.npages) {
+            return nh_blocks_corrupt(b, errp, "mapping run out of range");
+        }
+        for (uint32_t k = 0; k < cnt; k++) {
+            uint32_t q = ppn + k;
+            const NhBlock *blk = &b->blk[q / b->pages];
+            if (fwd[first + k] || b->p2l[q] || q % b->pages >= blk->wp || blk->kind != kind) {
+                return nh_blocks_corrupt(b, errp, "mapping to an unwritten or shared page");
+            }
+            fwd[first + k] = q + 1;
+            if (touched) {
+                nh_touch(touched, first + k);
+            }
+            nh_blocks_map(b, first + k, q);
+        }
+    }
+    return true;
+}
+
+void nh_blocks_load_done(NhBlocks *b)
+{
+    uint64_t nblocks = (uint64_t)b->npu * b->blocks;
+
+    for (uint32_t i = 0; i < b->npu; i++) {
+        b->pu[i].nfree = 0;
+    }
+    for (uint64_t k = 0; k < nblocks; k++) {
+        if (b->blk[k].state == NH_BLK_FREE) {
+            heap_push(b, &b->pu[k / b->blocks], (uint32_t)k);
+        } else if (b->blk[k].state == NH_BLK_CLOSED) {
+            bucket_insert(b, (uint32_t)k);
+        }
+    }
+    for (uint32_t i = 0; i < b->npu; i++) {
+        note_free_space(b, &b->pu[i]);
+    }
+}
+
+/* ------------------------------------------------------------------ consistency */
+
+char *nh_map_check(NhBlocks *b, const uint32_t *fwd, uint64_t n, uint8_t kind, const char *what)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t ppn1 = fwd[i];
+        const NhBlock *k;
+        if (!ppn1) {
+            continue;
+        }
+        k = &b->blk[(ppn1 - 1) / b->pages];
+        if (b->p2l[ppn1 - 1] != i + 1) {
+            return g_strdup_printf("%s %" G_GUINT64_FORMAT " maps to ppn %u, which belongs to %d",
+                                   what, i, ppn1 - 1, (int)b->p2l[ppn1 - 1] - 1);
+        }
+        if ((ppn1 - 1) % b->pages >= k->wp) {
+            return g_strdup_printf("%s %" G_GUINT64_FORMAT " maps to unprogrammed ppn %u",
+                                   what, i, ppn1 - 1);
+        }
+        if (k->kind != kind) {
+            return g_strdup_printf("%s %" G_GUINT64_FORMAT " maps to ppn %u in a block of "
+                                   "kind %u", what, i, ppn1 - 1, k->kind);
+        }
+    }
+    return NULL;
+}
+
+char *nh_blocks_check(NhBlocks *b)
+{
+    uint64_t nblocks = (uint64_t)b->npu * b->blocks;
+    uint64_t nfree = 0, nopen = 0, nclosed = 0, heaped = 0, in_buckets = 0;
+    uint32_t *count = g_new0(uint32_t, nblocks);
+    char *err = NULL;
+
+    for (uint64_t ppn = 0; ppn < b->nand->g.npages && !err; ppn++) {
+        uint32_t owner1 = b->p2l[ppn];
+        if (owner1) {
+            uint8_t kind = b->blk[ppn / b->pages].kind;
+            if (b->s.where(b->s.ctx, kind, owner1 - 1) != ppn + 1) {
+                err = g_strdup_printf("ppn %" G_GUINT64_FORMAT " valid for owner %u (kind %u), "
+                                      "which maps elsewhere", ppn, owner1 - 1, kind);
+            }
+            count[ppn / b->pages]++;
+        }
+    }
+    for (uint64_t k = 0; k < nblocks && !err; k++) {
+        const NhBlock *blk = &b->blk[k];
+        if (count[k] != blk->valid) {
+            err = g_strdup_printf("block %" G_GUINT64_FORMAT ": valid count %u, recount %u",
+                                  k, blk->valid, count[k]);
+        } else if (blk->wp != b->nand->next_page[k]) {
+            err = g_strdup_printf("block %" G_GUINT64_FORMAT ": write pointer %u, NAND at %u",
+                                  k, blk->wp, b->nand->next_page[k]);
+        } else if (blk->state == NH_BLK_FREE) {
+            nfree++;
+            if (blk->wp || blk->valid) {
+                err = g_strdup_printf("free block %" G_GUINT64_FORMAT " is not empty", k);
+            }
+        } else if (blk->state == NH_BLK_OPEN) {
+            const NhPlane *p = &b->pu[k / b->blocks];
+            bool frontier = false;
+            nopen++;
+            for (uint32_t f = 0; f < b->s.nfront; f++) {
+                frontier |= p->open[f] == k && blk->kind == b->s.front_kind[f];
+            }
+            if (!frontier) {
+                err = g_strdup_printf("open block %" G_GUINT64_FORMAT " is no frontier", k);
+            }
+        } else {
+            nclosed++;
+        }
+    }
+    for (uint32_t pu = 0; pu < b->npu && !err; pu++) {
+        NhPlane *p = &b->pu[pu];
+        heaped += p->nfree;
+        for (uint32_t i = 0; i < p->nfree && !err; i++) {
+            if (b->blk[p->heap[i]].state != NH_BLK_FREE || p->heap[i] / b->blocks != pu) {
+                err = g_strdup_printf("plane %u: heap holds block %u, which is not free here",
+                                      pu, p->heap[i]);
+            } else if (i && wear(b, p->heap[(i - 1) / 2]) > wear(b, p->heap[i])) {
+                err = g_strdup_printf("plane %u: free heap out of order", pu);
+            }
+        }
+        for (uint32_t v = 0; v <= b->pages && !err; v++) {
+            for (uint32_t k = *head_of(b, pu, v); k != NH_NONE && !err; k = b->blk[k].next) {
+                in_buckets++;
+                if (b->blk[k].state != NH_BLK_CLOSED || b->blk[k].valid != v) {
+                    err = g_strdup_printf("block %u in bucket %u has valid %u", k, v,
+                                          b->blk[k].valid);
+                }
+            }
+        }
+    }
+    if (!err && in_buckets != nclosed) {
+        err = g_strdup_printf("%" G_GUINT64_FORMAT " closed blocks but %" G_GUINT64_FORMAT
+                              " in the victim buckets", nclosed, in_buckets);
+    }
+    if (!err && heaped != nfree) {
+        err = g_strdup_printf("%" G_GUINT64_FORMAT " free blocks but %" G_GUINT64_FORMAT
+                              " in the free heaps", nfree, heaped);
+    }
+    if (!err && nfree + nopen + nclosed != nblocks) {
+        err = g_strdup_printf("free %" G_GUINT64_FORMAT " + open %" G_GUINT64_FORMAT
+                              " + closed %" G_GUINT64_FORMAT " != %" G_GUINT64_FORMAT " blocks",
+                              nfree, nopen, nclosed, nblocks);
+    }
+    g_free(count);
+    return err;
+}

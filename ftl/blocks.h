@@ -1,0 +1,144 @@
+/*
+ * blocks.h - flash blocks for the page-mapped FTLs (page, dftl): per-plane free pools, write
+ * frontiers, valid-page accounting, victim selection, garbage collection, wear levelling, and the
+ * block half of the state file.
+ *
+ * Contract:
+ *  - The FTL owns its forward maps (logical page -> ppn, and for dftl translation page -> ppn);
+ *    this layer owns the reverse map p2l[ppn] = owner + 1 (0: invalid), the block states and
+ *    the free pools.  An owner is whatever the forward map is indexed by (a logical page number,
+ *    or a translation page number); the kind of a block says which map its owners belong to.
+ *  - A plane has @nfront write frontiers (open blocks), each holding one kind.  A victim of kind
+ *    k is copied to frontier gc_front[k] of its own plane, so GC never needs space elsewhere.
+ *    After copying, the FTL's @moved callback updates its forward map (and may itself write
+ *    pages into the victim's plane with nh_blocks_gc_page); then the victim is erased.
+ *  - Free-space rules per plane: host-side allocations (nh_blocks_host_page) never take the last
+ *    @reserve free blocks, which is what one GC step can need (a victim has fewer valid pages
+ *    than a block holds, plus what @moved writes); below gc-critical they wait for GC; below
+ *    gc-low, background GC reclaims one victim before each request until gc-high.  Thresholds
+ *    are percentages of the plane's spare blocks (beyond what @live_pages need), because at
+ *    steady state only spare blocks can ever be free.
+ */
+#ifndef NH_BLOCKS_H
+#define NH_BLOCKS_H
+
+#include "ftl.h"
+
+#define NH_NONE UINT32_MAX
+#define NH_MAX_FRONT 4
+#define NH_MAX_KIND 2
+#define NH_CHUNK_SHIFT 16   /* forward-map entries per bit of a "touched" map (used by save) */
+
+enum { NH_BLK_FREE = 0, NH_BLK_OPEN, NH_BLK_CLOSED };
+
+typedef struct NhBlock {
+    uint32_t valid;
+    uint32_t wp;            /* next page to program */
+    uint32_t prev, next;    /* bucket links while closed */
+    uint64_t mtime;         /* last program or invalidation, for cost-benefit */
+    uint8_t  state;
+    uint8_t  kind;          /* which forward map the owners of its pages belong to */
+} NhBlock;
+
+typedef struct NhPlane {
+    uint32_t *heap;         /* free blocks, min-heap on erase count */
+    uint32_t  nfree;
+    uint32_t  open[NH_MAX_FRONT];   /* frontier blocks, NH_NONE when not open */
+    uint32_t  erases;       /* since the last static wear-levelling check */
+    bool      bg;           /* background GC active */
+} NhPlane;
+
+typedef struct NhMove {
+    uint32_t owner, ppn;    /* @owner's page now lives at @ppn */
+} NhMove;
+
+typedef struct NhBlocksSpec {
+    uint32_t nfront;
+    uint8_t  front_kind[NH_MAX_FRONT];
+    uint8_t  gc_front[NH_MAX_KIND];
+    uint32_t reserve;
+    uint64_t live_pages;    /* physical pages the FTL's valid data can need */
+    /* The valid pages of a victim of @kind in plane @pu were copied.  Returns when the FTL's
+     * own flash operations for it end (>= now). */
+    uint64_t (*moved)(void *ctx, uint8_t kind, uint32_t pu, const NhMove *m, uint32_t n,
+                      uint64_t now);
+    /* For the consistency check: ppn + 1 the forward map of @kind gives @owner, 0 if none. */
+    uint32_t (*where)(void *ctx, uint8_t kind, uint32_t owner);
+    void *ctx;
+} NhBlocksSpec;
+
+typedef struct NhBlocks {
+    NhBlocksSpec s;
+    NhFtlEnv   env;
+    NhNand    *nand;
+    NhStats   *st;
+    uint32_t   pages, blocks, npu;
+    uint32_t  *p2l;
+    NhBlock   *blk;
+    NhPlane   *pu;
+    uint32_t  *bucket;      /* [npu * (pages + 1)] list heads by valid count */
+    uint32_t  *order;       /* [npu] striping order */
+    uint32_t   rr[NH_MAX_FRONT];    /* next index into order, per frontier */
+    uint32_t   bg_active, bg_cursor;
+    uint32_t   crit, low, high;     /* free-block thresholds per plane */
+    NhMove    *moves;       /* [pages] scratch for one victim */
+    uint64_t   now;         /* time of the request being served; the FTL sets it */
+} NhBlocks;
+
+bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, GError **errp);
+void nh_blocks_destroy(NhBlocks *b);
+
+/* A page of frontier @front for host-side data, striped over the planes; may run foreground GC. */
+uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front);
+/* A page of frontier @front in plane @pu, for GC's own writes (may use the reserve). */
+uint32_t nh_blocks_gc_page(NhBlocks *b, uint32_t pu, uint32_t front);
+
+void nh_blocks_invalidate(NhBlocks *b, uint32_t ppn);
+
+static inline void nh_blocks_map(NhBlocks *b, uint32_t owner, uint32_t ppn)
+{
+    NhBlock *k = &b->blk[ppn / b->pages];
+    b->p2l[ppn] = owner + 1;
+    k->valid++;
+    k->mtime = b->now;
+}
+
+static inline void nh_touch(uint64_t *touched, uint64_t i)
+{
+    touched[i >> (NH_CHUNK_SHIFT + 6)] |= 1ull << ((i >> NH_CHUNK_SHIFT) & 63);
+}
+
+/* A bitmap over chunks of an @n-entry forward map, for nh_map_save; NULL if out of memory. */
+uint64_t *nh_touched_new(uint64_t n);
+
+void nh_blocks_background(NhBlocks *b, uint64_t now, bool defer);
+
+/* NULL when blocks, pools, counts and the reverse map agree, else what is wrong (g_free). */
+char *nh_blocks_check(NhBlocks *b);
+/* Forward map @fwd (ppn + 1 per owner) against the reverse map and the blocks' kinds. */
+char *nh_map_check(NhBlocks *b, const uint32_t *fwd, uint64_t n, uint8_t kind, const char *what);
+
+/* ------------------------------------------------------------------ state file helpers */
+
+typedef struct NhReader {
+    const guint8 *p, *end;
+} NhReader;
+
+void nh_put32(GByteArray *o, uint32_t v);
+void nh_put64(GByteArray *o, uint64_t v);
+bool nh_get32(NhReader *r, uint32_t *v);
+bool nh_get64(NhReader *r, uint64_t *v);
+/* Sets *errp to "state file: <ftl> FTL section is damaged (<what>)"; returns false. */
+bool nh_blocks_corrupt(const NhBlocks *b, GError **errp, const char *what);
+
+/* Frontiers and the state of every block that is not free. */
+void nh_blocks_save(const NhBlocks *b, GByteArray *o);
+bool nh_blocks_load(NhBlocks *b, NhReader *r, GError **errp);
+/* Forward map @fwd as runs of consecutive pages, only over chunks @touched marks (NULL: all). */
+void nh_map_save(GByteArray *o, const uint32_t *fwd, const uint64_t *touched, uint64_t n);
+bool nh_map_load(NhBlocks *b, NhReader *r, uint32_t *fwd, uint64_t *touched, uint64_t n,
+                 uint8_t kind, GError **errp);
+/* After the maps are loaded: free heaps on the restored wear, victim buckets on valid counts. */
+void nh_blocks_load_done(NhBlocks *b);
+
+#endif
