@@ -148,6 +148,15 @@ static uint32_t take_page(NhBlocks *b, NhPlane *p, uint32_t front)
 
 uint32_t nh_blocks_gc_page(NhBlocks *b, uint32_t pu, uint32_t front)
 {
+    /* striped like host writes, but only onto planes with room that need no GC for it (GC is
+     * running already); plane @pu's own reserve when no plane has */
+    for (uint32_t tries = 0; tries < b->npu; tries++) {
+        NhPlane *p = &b->pu[b->order[b->rr[front]]];
+        b->rr[front] = b->rr[front] + 1 == b->npu ? 0 : b->rr[front] + 1;
+        if (!front_full(b, p, front) || p->nfree > b->s.reserve) {
+            return take_page(b, p, front);
+        }
+    }
     return take_page(b, &b->pu[pu], front);
 }
 
@@ -244,17 +253,23 @@ static void static_wl(NhBlocks *b, uint32_t pu)
             cold = blk;
         }
     }
-    if (cold != NH_NONE && hi - lo > thr) {
+    if (cold != NH_NONE && hi - lo > thr && p->nfree >= b->s.reserve) {
         relocate(b, cold, &b->st->ftl_wl_page_copies);
         b->st->ftl_wl_blocks++;
     }
 }
 
-/* Reclaim one victim in @pu; false when no closed block has an invalid page. */
+/* Reclaim one victim in @pu; false when no closed block has an invalid page, or when fewer
+ * free blocks are left than a step may need (an FTL whose @moved writes can use up more than a
+ * step frees waits for cheaper victims, e.g. mostly invalid translation blocks, elsewhere). */
 static bool gc_step(NhBlocks *b, uint32_t pu, bool foreground)
 {
-    uint32_t blk = b->env.cfg->gc == NH_GC_COST_BENEFIT ? pick_cost_benefit(b, pu)
-                                                        : pick_greedy(b, pu);
+    uint32_t blk;
+
+    if (b->pu[pu].nfree < b->s.reserve) {
+        return false;
+    }
+    blk = b->env.cfg->gc == NH_GC_COST_BENEFIT ? pick_cost_benefit(b, pu) : pick_greedy(b, pu);
     if (blk == NH_NONE) {
         return false;
     }

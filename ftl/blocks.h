@@ -11,7 +11,7 @@
  *  - A plane has @nfront write frontiers (open blocks), each holding one kind.  A victim of kind
  *    k is copied to frontier gc_front[k] of its own plane, so GC never needs space elsewhere.
  *    After copying, the FTL's @moved callback updates its forward map (and may itself write
- *    pages into the victim's plane with nh_blocks_gc_page); then the victim is erased.
+ *    pages with nh_blocks_gc_page); then the victim is erased.
  *  - Free-space rules per plane: host-side allocations (nh_blocks_host_page) never take the last
  *    @reserve free blocks, which is what one GC step can need (a victim has fewer valid pages
  *    than a block holds, plus what @moved writes); below gc-critical they wait for GC; below
@@ -90,7 +90,8 @@ void nh_blocks_destroy(NhBlocks *b);
 
 /* A page of frontier @front for host-side data, striped over the planes; may run foreground GC. */
 uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front);
-/* A page of frontier @front in plane @pu, for GC's own writes (may use the reserve). */
+/* A page of frontier @front for what a GC step of plane @pu writes besides its copies: on a
+ * plane with room that needs no GC, else in plane @pu, whose reserve covers it. */
 uint32_t nh_blocks_gc_page(NhBlocks *b, uint32_t pu, uint32_t front);
 
 void nh_blocks_invalidate(NhBlocks *b, uint32_t ppn);

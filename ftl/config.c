@@ -63,6 +63,9 @@ const NhConfigKey nh_config_keys[] = {
       "foreground GC (host writes wait) below this percent of the spare blocks" },
     { "wl-threshold", NH_KEY_UINT, F(wl_threshold), "0", 0, 1000000, NULL, false,
       "static wear levelling moves cold data when a plane's erase-count spread exceeds this; 0 = off" },
+    { "cmt-size", NH_KEY_SIZE, F(cmt_size), "4M", 8, 1ull << 30, NULL, false,
+      "dftl: cached mapping table in bytes, 8 per entry (lpn and ppn), a multiple of 8; "
+      "K/M/G suffixes" },
     { "latency", NH_KEY_ENUM, F(latency), "model", 0, 0, latency_names, false,
       "model: complete at the modeled time; zero: model and count, but complete at once" },
 };
@@ -368,6 +371,12 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "ftl: unknown FTL '%s' (valid: %s)",
                     cfg->ftl, list);
         g_free(list);
+        return false;
+    }
+    if (cfg->cmt_size % 8) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "cmt-size: must be a multiple of 8 bytes (one mapping entry), got %"
+                    G_GUINT64_FORMAT, cfg->cmt_size);
         return false;
     }
     return true;

@@ -46,6 +46,7 @@ typedef struct NhConfig {
     uint32_t gc_high;       /* ... and stops above this % */
     uint32_t gc_critical;   /* foreground GC below this % */
     uint32_t wl_threshold;  /* static wear levelling when erase spread exceeds this; 0 = off */
+    uint64_t cmt_size;      /* dftl: cached mapping table, bytes (8 per entry) */
     /* front-end behaviour */
     NhLatencyMode latency;
 } NhConfig;

@@ -10,7 +10,8 @@
 #include <string.h>
 
 /* Every plane needs spare blocks for its two open blocks, the GC reserve and room to clean;
- * below this, GC could find no victim while the plane is full. */
+ * below this, GC could find no victim while the plane is full.  An FTL that needs more says so
+ * in its spare_blocks hook. */
 #define MIN_SPARE_PER_PLANE 4
 
 static uint64_t logical_pages_of(uint64_t npages, uint32_t op)
@@ -18,10 +19,11 @@ static uint64_t logical_pages_of(uint64_t npages, uint32_t op)
     return npages * (100 - op) / 100;
 }
 
-static bool spare_ok(uint64_t nblocks, uint64_t npu, uint32_t pages, uint64_t lpages)
+static bool spare_ok(uint64_t nblocks, uint64_t npu, uint32_t pages, uint64_t lpages,
+                     uint32_t spare)
 {
     uint64_t used = (lpages + pages - 1) / pages;
-    return nblocks >= used && nblocks - used >= MIN_SPARE_PER_PLANE * npu;
+    return nblocks >= used && nblocks - used >= (uint64_t)spare * npu;
 }
 
 static char *human(uint64_t bytes)
@@ -45,38 +47,41 @@ static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages,
     uint64_t need = (capacity + cfg->page_size - 1) / cfg->page_size;
     uint64_t per_block_logical = npu * cfg->pages;
     uint64_t blocks;
+    const NhFtlOps *ops = nh_ftl_find(cfg->ftl);
+    uint32_t spare;
 
     if (capacity == 0) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "capacity: must be larger than 0");
         return false;
     }
+    spare = ops->spare_blocks ? ops->spare_blocks(cfg, need, (uint32_t)npu) : MIN_SPARE_PER_PLANE;
     if (cfg->blocks == 0) {
         blocks = need * 100 / ((uint64_t)(100 - cfg->op) * per_block_logical) + 1;
         while (blocks > 1 && logical_pages_of((blocks - 1) * per_block_logical, cfg->op) >= need
-               && spare_ok((blocks - 1) * npu, npu, cfg->pages, need)) {
+               && spare_ok((blocks - 1) * npu, npu, cfg->pages, need, spare)) {
             blocks--;
         }
         while (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
-               !spare_ok(blocks * npu, npu, cfg->pages, need)) {
+               !spare_ok(blocks * npu, npu, cfg->pages, need, spare)) {
             blocks++;
         }
     } else {
         blocks = cfg->blocks;
         if (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
-            !spare_ok(blocks * npu, npu, cfg->pages, need)) {
+            !spare_ok(blocks * npu, npu, cfg->pages, need, spare)) {
             uint64_t min = 1;
             char *have = human(logical_pages_of(blocks * per_block_logical, cfg->op) *
                                cfg->page_size);
             char *want = human(capacity);
             while (logical_pages_of(min * per_block_logical, cfg->op) < need ||
-                   !spare_ok(min * npu, npu, cfg->pages, need)) {
+                   !spare_ok(min * npu, npu, cfg->pages, need, spare)) {
                 min++;
             }
             g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                         "blocks: %" G_GUINT64_FORMAT " blocks per plane give %s of logical "
-                        "space after op=%u%% (and %d spare blocks per plane), less than the "
+                        "space after op=%u%% (and %u spare blocks per plane), less than the "
                         "capacity %s; need at least %" G_GUINT64_FORMAT " (or blocks=auto)",
-                        blocks, have, cfg->op, MIN_SPARE_PER_PLANE, want, min);
+                        blocks, have, cfg->op, spare, want, min);
             g_free(have);
             g_free(want);
             return false;

@@ -5,10 +5,12 @@
 
 static const NhFtlOps *const registry[] = {
     &nh_ftl_page_ops,
+    &nh_ftl_dftl_ops,
 };
 
 const char *const nh_ftl_names[] = {
     "page",
+    "dftl",
     NULL,
 };
 

@@ -56,6 +56,9 @@ typedef struct NhFtlOps {
     bool (*load)(void *ftl, const guint8 *data, size_t len, GError **errp);
     /* full consistency check for tests: NULL when consistent, else what is wrong (g_free) */
     char *(*check)(void *ftl);
+    /* blocks per plane the FTL needs beyond those holding the logical space (its frontiers,
+     * GC reserve, own metadata); NULL means 4.  The engine sizes blocks=auto with it. */
+    uint32_t (*spare_blocks)(const NhConfig *cfg, uint64_t lpages, uint32_t npu);
 } NhFtlOps;
 
 /* NULL-terminated names of the registered FTLs (the choices of the `ftl` key). */
@@ -64,5 +67,6 @@ extern const char *const nh_ftl_names[];
 const NhFtlOps *nh_ftl_find(const char *name);
 
 extern const NhFtlOps nh_ftl_page_ops;
+extern const NhFtlOps nh_ftl_dftl_ops;
 
 #endif

@@ -128,7 +128,7 @@ static void test_errors(void)
     expect_error("t-erase=ms", "t-erase: 'ms' is not a time");
     expect_error("channel-mbps=0", "channel-mbps: must be between 1 and 100000, got 0");
     expect_error("pe-cycles=20000000", "pe-cycles: must be between 1 and 10000000");
-    expect_error("ftl=nope", "ftl: unknown value 'nope' (valid: page)");
+    expect_error("ftl=nope", "ftl: unknown value 'nope' (valid: page, dftl");
     expect_error("gc=random", "gc: unknown value 'random' (valid: greedy, cost-benefit)");
     expect_error("gc-low=0", "gc-low: must be between 1 and 99, got 0");
     expect_error("gc-high=101", "gc-high: must be between 2 and 100, got 101");
