@@ -46,8 +46,9 @@ def add_common_options(ap):
     ap.add_argument("--size", type=parse_size, default=parse_size("1G"),
                     help="size of a new backing image (default 1G)")
     ap.add_argument("--format", choices=("raw", "qcow2"),
-                    help="backing image format (default: qcow2 if --disk is "
-                         "one, else raw)")
+                    help="backing image format (default: that of an existing "
+                         "--disk; for a new one qcow2 if its name ends in .qcow2, "
+                         "else raw)")
     ap.add_argument("--icount", nargs="?", type=int, const=DEFAULT_ICOUNT_SHIFT,
                     metavar="SHIFT",
                     help="run on QEMU's instruction-count clock, "
@@ -107,7 +108,7 @@ def prepare_disk(path, size, fmt, qemu):
         if fmt and fmt != found:
             raise Error("%s is a %s image, not %s" % (path, found, fmt))
         return found
-    fmt = fmt or "raw"
+    fmt = fmt or ("qcow2" if path.endswith(".qcow2") else "raw")
     if fmt == "raw":
         with open(path, "wb") as f:
             f.truncate(size)
