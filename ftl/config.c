@@ -63,6 +63,13 @@ const NhConfigKey nh_config_keys[] = {
       "foreground GC (host writes wait) below this percent of the spare blocks" },
     { "wl-threshold", NH_KEY_UINT, F(wl_threshold), "0", 0, 1000000, NULL, false,
       "static wear levelling moves cold data when a plane's erase-count spread exceeds this; 0 = off" },
+    { "log-blocks", NH_KEY_UINT, F(log_blocks), "auto", 1, 1u << 24, NULL, true,
+      "bast, fast, sast: log blocks in the pool (fast: 1 sequential + the rest random); "
+      "auto = every spare block but the one merges need" },
+    { "sast-n", NH_KEY_UINT, F(sast_n), "4", 1, 4096, NULL, false,
+      "sast: logical blocks per set (sharing the set's log blocks)" },
+    { "sast-k", NH_KEY_UINT, F(sast_k), "2", 1, 4096, NULL, false,
+      "sast: log blocks a set may hold at most (at most log-blocks)" },
     { "cmt-size", NH_KEY_SIZE, F(cmt_size), "4M", 8, 1ull << 30, NULL, false,
       "dftl: cached mapping table in bytes, 8 per entry (lpn and ppn), a multiple of 8; "
       "K/M/G suffixes" },

@@ -46,6 +46,10 @@ typedef struct NhConfig {
     uint32_t gc_high;       /* ... and stops above this % */
     uint32_t gc_critical;   /* foreground GC below this % */
     uint32_t wl_threshold;  /* static wear levelling when erase spread exceeds this; 0 = off */
+    /* hybrid FTLs (bast, fast, sast) */
+    uint32_t log_blocks;    /* log-block pool; 0 = auto (every spare block but one) */
+    uint32_t sast_n;        /* sast: logical blocks per set */
+    uint32_t sast_k;        /* sast: log blocks per set at most */
     uint64_t cmt_size;      /* dftl: cached mapping table, bytes (8 per entry) */
     /* front-end behaviour */
     NhLatencyMode latency;

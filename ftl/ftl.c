@@ -6,11 +6,13 @@
 static const NhFtlOps *const registry[] = {
     &nh_ftl_page_ops,
     &nh_ftl_dftl_ops,
+    &nh_ftl_bast_ops, &nh_ftl_fast_ops, &nh_ftl_sast_ops,
 };
 
 const char *const nh_ftl_names[] = {
     "page",
     "dftl",
+    "bast", "fast", "sast",
     NULL,
 };
 

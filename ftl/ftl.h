@@ -68,5 +68,6 @@ const NhFtlOps *nh_ftl_find(const char *name);
 
 extern const NhFtlOps nh_ftl_page_ops;
 extern const NhFtlOps nh_ftl_dftl_ops;
+extern const NhFtlOps nh_ftl_bast_ops, nh_ftl_fast_ops, nh_ftl_sast_ops;   /* hybrid.h */
 
 #endif

@@ -45,10 +45,11 @@ typedef struct NhNand {
     uint64_t  *die_free;        /* [ndies] next-free time */
     uint64_t  *bus_free;        /* [channels] next-free time */
     uint32_t  *erase_count;     /* [nblocks] */
-    /* What the chips would enforce: pages of a block are programmed once each, in order, after
-     * an erase, and only programmed pages are read.  Violations are counted, not fatal, so
-     * tests can assert that an FTL never commits one. */
-    uint32_t  *next_page;       /* [nblocks] next page the block accepts */
+    /* What the chips would enforce: pages of a block are programmed once each, in ascending
+     * order (erased pages may be skipped and stay unusable until the erase), after an erase,
+     * and only pages below the highest programmed one are read.  Violations are counted, not
+     * fatal, so tests can assert that an FTL never commits one. */
+    uint32_t  *next_page;       /* [nblocks] one past the highest programmed page */
     uint64_t   violations;
 } NhNand;
 

@@ -3,6 +3,7 @@
  * alignments, with GC running all the time (small spare), plus the memory test for 1 TiB.
  */
 #include "engine.h"
+#include "ftl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -133,6 +134,27 @@ static void test_random_big_pages(void)
     nh_engine_free(run_random("channels=4,ways=1,pages=8,page-size=16K,op=20", 8 << 20, 30000, 4));
 }
 
+/* Every registered FTL under the same random mix (it must at least keep its invariants). */
+static void test_random_every_ftl(gconstpointer name)
+{
+    char *props = g_strdup_printf("ftl=%s,channels=2,ways=2,planes=2,pages=16,op=10",
+                                  (const char *)name);
+    nh_engine_free(run_random(props, 4 << 20, 60000, 5));
+    g_free(props);
+}
+
+/* The hybrid FTLs with a pool of 2-3 log blocks on 8-page blocks: a merge every few writes. */
+static void test_random_small_pool(gconstpointer props)
+{
+    NhEngine *e = run_random(props, 2 << 20, 60000, 6);
+    g_test_message("%s: %" G_GUINT64_FORMAT " switch, %" G_GUINT64_FORMAT " partial, %"
+                   G_GUINT64_FORMAT " full merges", (const char *)props,
+                   json_uint(e, "merges", "switch"), json_uint(e, "merges", "partial"),
+                   json_uint(e, "merges", "full"));
+    g_assert_cmpuint(json_uint(e, "merges", "full"), >, 1000);
+    nh_engine_free(e);
+}
+
 /* A write over a mapped page that covers only part of it reads the old page first. */
 static void test_rmw(void)
 {
@@ -258,6 +280,20 @@ int main(int argc, char **argv)
     g_test_add_func("/ftl/page/read-modify-write", test_rmw);
     g_test_add_func("/ftl/page/trim-not-copied", test_trim_not_copied);
     g_test_add_func("/ftl/bad-requests", test_bad_requests);
+    for (const char *const *n = nh_ftl_names; *n; n++) {
+        char *path = g_strdup_printf("/ftl/%s/random-every-ftl", *n);
+        g_test_add_data_func(path, *n, test_random_every_ftl);
+        g_free(path);
+    }
+    g_test_add_data_func("/ftl/bast/random-small-pool",
+                         "ftl=bast,channels=2,ways=1,pages=8,op=10,log-blocks=2",
+                         test_random_small_pool);
+    g_test_add_data_func("/ftl/fast/random-small-pool",
+                         "ftl=fast,channels=2,ways=1,pages=8,op=10,log-blocks=3",
+                         test_random_small_pool);
+    g_test_add_data_func("/ftl/sast/random-small-pool",
+                         "ftl=sast,channels=2,ways=1,pages=8,op=10,log-blocks=3,sast-n=2,sast-k=2",
+                         test_random_small_pool);
     g_test_add_func("/ftl/terabyte", test_terabyte);
     return g_test_run();
 }

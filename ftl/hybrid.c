@@ -1,0 +1,836 @@
+/*
+ * hybrid.c - block-mapped data blocks, the log-block pool and the merges, shared by the hybrid
+ * FTLs (the model and its rules are in hybrid.h; the policies are ftl-bast.c, ftl-fast.c and
+ * ftl-sast.c).
+ */
+#include "hybrid.h"
+#include "engine.h"
+#include "mem.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ free-block heap */
+
+/* Least-worn first; among equals, block-in-plane then plane in channel-fastest order, so that
+ * consecutive allocations land on different buses and dies. */
+static inline uint64_t key(const HyFtl *h, uint32_t b)
+{
+    uint32_t per = h->nand->g.blocks, npu = h->nand->g.npu;
+    uint64_t spread = (uint64_t)(b % per) * npu + h->rank[b / per];
+    return ((uint64_t)h->nand->erase_count[b] << 32) | spread;
+}
+
+static void heap_push(HyFtl *h, uint32_t b)
+{
+    uint64_t i = h->nfree++, kb = key(h, b);
+    while (i) {
+        uint64_t parent = (i - 1) / 2;
+        if (key(h, h->heap[parent]) <= kb) {
+            break;
+        }
+        h->heap[i] = h->heap[parent];
+        i = parent;
+    }
+    h->heap[i] = b;
+}
+
+static uint32_t heap_pop(HyFtl *h)
+{
+    uint32_t top = h->heap[0], last = h->heap[--h->nfree];
+    uint64_t i = 0, kl = key(h, last);
+    for (;;) {
+        uint64_t c = 2 * i + 1;
+        if (c >= h->nfree) {
+            break;
+        }
+        if (c + 1 < h->nfree && key(h, h->heap[c + 1]) < key(h, h->heap[c])) {
+            c++;
+        }
+        if (kl <= key(h, h->heap[c])) {
+            break;
+        }
+        h->heap[i] = h->heap[c];
+        i = c;
+    }
+    if (h->nfree) {
+        h->heap[i] = last;
+    }
+    return top;
+}
+
+/* ------------------------------------------------------------------ blocks and pages */
+
+static uint32_t alloc_block(HyFtl *h, uint8_t state, uint32_t lbn)
+{
+    uint32_t b;
+    /* blocks > logical blocks + log-blocks (checked at creation) keeps one free for merges */
+    g_assert(h->nfree > 0);
+    b = heap_pop(h);
+    h->blk[b] = (HyBlock){ .state = state, .lbn = lbn, .set = HY_NONE, .prev = HY_NONE,
+                           .next = HY_NONE, .sprev = HY_NONE, .snext = HY_NONE };
+    return b;
+}
+
+/* Erase @b (empty by now) no earlier than @t and return it to the pool. */
+static uint64_t erase_block(HyFtl *h, uint32_t b, uint64_t t)
+{
+    g_assert(h->blk[b].valid == 0);
+    t = nh_nand_erase(h->nand, b, t);
+    h->blk[b] = (HyBlock){ .state = HY_FREE };
+    heap_push(h, b);
+    /* merges are the hybrid FTLs' garbage collection, and a host write always waits for them */
+    h->st->ftl_gc_blocks++;
+    h->st->ftl_gc_foreground_blocks++;
+    return t;
+}
+
+static uint64_t program(HyFtl *h, uint32_t ppn, uint64_t start)
+{
+    HyBlock *k = &h->blk[ppn / h->pages];
+    uint32_t page = ppn % h->pages;
+    g_assert(page >= k->wp);
+    k->wp = page + 1;
+    return nh_nand_program(h->nand, ppn, start);
+}
+
+static void invalidate(HyFtl *h, uint32_t ppn)
+{
+    h->p2l[ppn] = 0;
+    h->blk[ppn / h->pages].valid--;
+}
+
+static void map(HyFtl *h, uint64_t lpn, uint32_t ppn)
+{
+    h->l2p[lpn] = ppn + 1;
+    h->p2l[ppn] = (uint32_t)lpn + 1;
+    h->blk[ppn / h->pages].valid++;
+}
+
+/* Move the latest copy of @lpn (if any) to @dst; returns when the copy ends. */
+static uint64_t copy_page(HyFtl *h, uint64_t lpn, uint32_t dst)
+{
+    uint32_t src1 = h->l2p[lpn];
+    uint64_t t;
+
+    if (!src1) {
+        return h->now;
+    }
+    t = nh_nand_read(h->nand, src1 - 1, h->now);
+    t = program(h, dst, t);
+    invalidate(h, src1 - 1);
+    map(h, lpn, dst);
+    h->st->ftl_gc_page_copies++;
+    return t;
+}
+
+/* MAX() evaluates its arguments twice: never give it a flash operation */
+static inline uint64_t later(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+static inline uint32_t data_block(const HyFtl *h, uint32_t lbn)
+{
+    return h->dmap[lbn] ? h->dmap[lbn] - 1 : HY_NONE;
+}
+
+/* ------------------------------------------------------------------ log lists */
+
+static void log_link(HyFtl *h, uint32_t b, uint32_t set)
+{
+    HyBlock *k = &h->blk[b];
+    HySet *s = &h->sets[set];
+
+    k->state = HY_LOG;
+    k->set = set;
+    k->prev = h->log_tail;
+    k->next = HY_NONE;
+    if (h->log_tail != HY_NONE) {
+        h->blk[h->log_tail].next = b;
+    } else {
+        h->log_head = b;
+    }
+    h->log_tail = b;
+    k->sprev = s->tail;
+    k->snext = HY_NONE;
+    if (s->tail != HY_NONE) {
+        h->blk[s->tail].snext = b;
+    } else {
+        s->head = b;
+    }
+    s->tail = b;
+    s->count++;
+    h->nlog++;
+}
+
+static void log_unlink(HyFtl *h, uint32_t b)
+{
+    HyBlock *k = &h->blk[b];
+    HySet *s = &h->sets[k->set];
+
+    if (k->prev != HY_NONE) {
+        h->blk[k->prev].next = k->next;
+    } else {
+        h->log_head = k->next;
+    }
+    if (k->next != HY_NONE) {
+        h->blk[k->next].prev = k->prev;
+    } else {
+        h->log_tail = k->prev;
+    }
+    if (k->sprev != HY_NONE) {
+        h->blk[k->sprev].snext = k->snext;
+    } else {
+        s->head = k->snext;
+    }
+    if (k->snext != HY_NONE) {
+        h->blk[k->snext].sprev = k->sprev;
+    } else {
+        s->tail = k->sprev;
+    }
+    s->count--;
+    h->nlog--;
+    k->prev = k->next = k->sprev = k->snext = k->set = HY_NONE;
+}
+
+/* ------------------------------------------------------------------ merges */
+
+/* Can in-order log block @b become its logical block's data block?  Not if the old data block
+ * holds a valid page at an offset @b has already programmed: that page could not follow. */
+static bool switchable(const HyFtl *h, uint32_t b)
+{
+    const HyBlock *k = &h->blk[b];
+    uint32_t d;
+
+    if (k->lbn == HY_NONE) {
+        return false;
+    }
+    d = data_block(h, k->lbn);
+    for (uint32_t o = 0; d != HY_NONE && o < MIN(k->wp, h->blk[d].wp); o++) {
+        if (h->p2l[d * h->pages + o]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Switch (full victim) or partial merge of in-order log block @b; returns when it ends. */
+static uint64_t switch_merge(HyFtl *h, uint32_t b)
+{
+    HyBlock *k = &h->blk[b];
+    uint32_t lbn = k->lbn, d = data_block(h, lbn);
+    uint64_t base = (uint64_t)lbn * h->pages, done = h->now;
+    bool partial = k->wp < h->pages;
+
+    for (uint32_t o = k->wp; o < h->pages && base + o < h->env.lpages; o++) {
+        done = later(done, copy_page(h, base + o, b * h->pages + o));
+    }
+    log_unlink(h, b);
+    k->state = HY_DATA;
+    k->lbn = lbn;
+    h->dmap[lbn] = b + 1;
+    if (d != HY_NONE) {
+        done = erase_block(h, d, done);
+    }
+    if (partial) {
+        h->st->ftl_merges_partial++;
+    } else {
+        h->st->ftl_merges_switch++;
+    }
+    return done;
+}
+
+/* Full merge of logical block @lbn: its latest pages into a new data block, the old one erased. */
+static uint64_t full_merge(HyFtl *h, uint32_t lbn)
+{
+    uint32_t d = data_block(h, lbn), n = alloc_block(h, HY_DATA, lbn);
+    uint64_t base = (uint64_t)lbn * h->pages, done = h->now;
+
+    for (uint32_t o = 0; o < h->pages && base + o < h->env.lpages; o++) {
+        done = later(done, copy_page(h, base + o, n * h->pages + o));
+    }
+    h->dmap[lbn] = n + 1;
+    if (d != HY_NONE) {
+        done = erase_block(h, d, done);
+    }
+    h->st->ftl_merges_full++;
+    return done;
+}
+
+void hy_merge(HyFtl *h, uint32_t b)
+{
+    uint64_t done;
+
+    g_assert(h->blk[b].state == HY_LOG);
+    if (switchable(h, b)) {
+        done = switch_merge(h, b);
+    } else {
+        done = h->now;
+        /* a full merge of a logical block invalidates all its pages here, so each is met once */
+        for (uint32_t i = 0; i < h->blk[b].wp; i++) {
+            uint32_t lpn1 = h->p2l[b * h->pages + i];
+            if (lpn1) {
+                done = later(done, full_merge(h, hy_lbn(h, lpn1 - 1)));
+            }
+        }
+        log_unlink(h, b);
+        done = erase_block(h, b, done);
+    }
+    h->merge_done = later(h->merge_done, done);
+}
+
+uint32_t hy_log_page(HyFtl *h, uint32_t set, uint64_t lpn)
+{
+    HySet *s = &h->sets[set];
+    uint32_t b = s->tail, page, lbn = hy_lbn(h, lpn), off = (uint32_t)(lpn % h->pages);
+    HyBlock *k;
+
+    if (b == HY_NONE || h->blk[b].wp == h->pages) {
+        if (s->count >= s->cap) {
+            hy_merge(h, s->head);
+        } else if (h->nlog >= h->max_log) {
+            hy_merge(h, h->log_head);
+        }
+        b = alloc_block(h, HY_LOG, lbn);
+        log_link(h, b, set);
+    }
+    k = &h->blk[b];
+    page = k->wp;
+    /* still in order only if this page is offset @page of the same logical block */
+    if (off != page || (page && k->lbn != lbn)) {
+        k->lbn = HY_NONE;
+    }
+    return b * h->pages + page;
+}
+
+/* ------------------------------------------------------------------ host requests */
+
+/* The page of @lpn's data block if it can be written in place, else HY_NONE.  A logical block
+ * written for the first time gets its data block here. */
+static uint32_t in_place(HyFtl *h, uint64_t lpn)
+{
+    uint32_t lbn = hy_lbn(h, lpn), d = data_block(h, lbn), off = (uint32_t)(lpn % h->pages);
+
+    if (d == HY_NONE) {
+        d = alloc_block(h, HY_DATA, lbn);
+        h->dmap[lbn] = d + 1;
+    }
+    return off >= h->blk[d].wp ? d * h->pages + off : HY_NONE;
+}
+
+uint64_t hy_write(void *opaque, const NhFtlWrite *w, uint64_t now)
+{
+    HyFtl *h = opaque;
+    uint64_t done = now;
+
+    h->now = now;
+    for (uint64_t i = 0; i < w->npages; i++) {
+        uint64_t lpn = w->lpn + i, start = now, t;
+        uint32_t old1 = h->l2p[lpn], ppn, b;
+        bool partial = (i == 0 && w->head_partial) || (i == w->npages - 1 && w->tail_partial);
+
+        if (partial && old1) {
+            /* the rest of the page must be carried over */
+            start = nh_nand_read(h->nand, old1 - 1, now);
+            h->st->ftl_rmw_reads++;
+        }
+        h->merge_done = now;
+        ppn = in_place(h, lpn);
+        if (ppn == HY_NONE) {
+            ppn = h->place(h, lpn);
+        }
+        /* the page goes where the merges made room, so it waits for them */
+        t = program(h, ppn, later(start, h->merge_done));
+        done = later(done, t);
+        old1 = h->l2p[lpn];     /* a merge above may have moved the old copy */
+        if (old1) {
+            invalidate(h, old1 - 1);
+        }
+        map(h, lpn, ppn);
+        b = ppn / h->pages;
+        /* a full in-order log block costs only an erase to switch: do it now */
+        if (h->blk[b].state == HY_LOG && h->blk[b].wp == h->pages && switchable(h, b)) {
+            hy_merge(h, b);
+        }
+    }
+    return done;
+}
+
+uint64_t hy_read(void *opaque, uint64_t lpn, uint64_t npages, uint64_t now)
+{
+    HyFtl *h = opaque;
+    uint64_t done = now;
+
+    for (uint64_t i = 0; i < npages; i++) {
+        uint32_t ppn1 = h->l2p[lpn + i];
+        if (ppn1) {
+            done = later(done, nh_nand_read(h->nand, ppn1 - 1, now));
+        }
+    }
+    return done;
+}
+
+uint64_t hy_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t now)
+{
+    HyFtl *h = opaque;
+
+    for (uint64_t i = 0; i < npages; i++) {
+        uint32_t ppn1 = h->l2p[lpn + i];
+        if (ppn1) {
+            invalidate(h, ppn1 - 1);
+            h->l2p[lpn + i] = 0;
+        }
+    }
+    return now;
+}
+
+uint64_t hy_flush(void *opaque, uint64_t now)
+{
+    (void)opaque;
+    return now;     /* no volatile state: every write is on NAND when it completes */
+}
+
+void hy_background(void *opaque, uint64_t now, bool defer)
+{
+    /* merges happen when a write needs room, never in the background */
+    (void)opaque;
+    (void)now;
+    (void)defer;
+}
+
+bool hy_is_mapped(void *opaque, uint64_t lpn)
+{
+    HyFtl *h = opaque;
+    return h->l2p[lpn] != 0;
+}
+
+/* ------------------------------------------------------------------ creation */
+
+/* The log-block pool and the free block a merge needs, spread over the planes; at least the
+ * engine's usual 4 per plane, which with log-blocks=auto all become log blocks but one. */
+uint32_t hy_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
+{
+    (void)lpages;
+    return MAX(4u, (cfg->log_blocks + 1 + npu - 1) / npu);
+}
+
+void hy_destroy(void *opaque)
+{
+    HyFtl *h = opaque;
+    if (!h) {
+        return;
+    }
+    nh_lazy_free(h->l2p, h->env.lpages, sizeof(uint32_t));
+    nh_lazy_free(h->p2l, h->nand->g.npages, sizeof(uint32_t));
+    nh_lazy_free(h->dmap, h->nlb, sizeof(uint32_t));
+    nh_lazy_free(h->blk, h->nblocks, sizeof(HyBlock));
+    g_free(h->heap);
+    g_free(h->rank);
+    g_free(h->sets);
+    g_free(h);
+}
+
+HyFtl *hy_new(const NhFtlEnv *env, HyPlaceFn place, uint32_t nsets, uint32_t cap,
+              GError **errp)
+{
+    HyFtl *h = g_new0(HyFtl, 1);
+    const NhGeometry *g = &env->nand->g;
+    uint32_t *order;
+    uint64_t spare;
+
+    h->env = *env;
+    h->nand = env->nand;
+    h->st = env->stats;
+    h->place = place;
+    h->pages = g->pages;
+    h->nblocks = g->nblocks;
+    h->nlb = (uint32_t)((env->lpages + g->pages - 1) / g->pages);
+    /* the engine sized the geometry with hy_spare_blocks, so the pool and one more fit */
+    spare = h->nblocks - h->nlb;
+    h->max_log = env->cfg->log_blocks ? env->cfg->log_blocks : (uint32_t)(spare - 1);
+    g_assert(h->max_log < spare);
+    h->l2p = nh_lazy_alloc(env->lpages, sizeof(uint32_t));
+    h->p2l = nh_lazy_alloc(g->npages, sizeof(uint32_t));
+    h->dmap = nh_lazy_alloc(h->nlb, sizeof(uint32_t));
+    h->blk = nh_lazy_alloc(h->nblocks, sizeof(HyBlock));
+    h->heap = g_try_new(uint32_t, h->nblocks);
+    h->sets = g_try_new(HySet, nsets);
+    if (!h->l2p || !h->p2l || !h->dmap || !h->blk || !h->heap || !h->sets) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "not enough host memory for the mapping tables of %" G_GUINT64_FORMAT
+                    " logical and %" G_GUINT64_FORMAT " physical pages",
+                    env->lpages, g->npages);
+        hy_destroy(h);
+        return NULL;
+    }
+    h->nsets = nsets;
+    for (uint32_t i = 0; i < nsets; i++) {
+        h->sets[i] = (HySet){ .head = HY_NONE, .tail = HY_NONE, .cap = cap };
+    }
+    h->log_head = h->log_tail = HY_NONE;
+    h->rank = g_new(uint32_t, g->npu);
+    order = g_new(uint32_t, g->npu);
+    for (uint32_t i = 0; i < g->npu; i++) {
+        /* channel changes fastest, then way, die, plane (as the page FTL stripes) */
+        uint32_t ch = i % g->channels, r = i / g->channels;
+        uint32_t way = r % g->ways, die = (r / g->ways) % g->dies;
+        uint32_t plane = r / g->ways / g->dies;
+        order[i] = ((ch * g->ways + way) * g->dies + die) * g->planes + plane;
+        h->rank[order[i]] = i;
+    }
+    /* equal wear: an array in key order is a heap; load re-heaps on the restored wear */
+    for (uint64_t i = 0; i < h->nblocks; i++) {
+        h->heap[h->nfree++] = order[i % g->npu] * g->blocks + (uint32_t)(i / g->npu);
+    }
+    g_free(order);
+    return h;
+}
+
+/* ------------------------------------------------------------------ persistence */
+
+/*
+ * Serialised form (little-endian): u32 log-blocks, sets, cap of the first and of the last set
+ * (so a file from another log-blocks / sast-n / sast-k is refused); u64 count, then per log block
+ * in allocation order (block, set, wp, lbn); u64 count, then per data block (block, wp, lbn);
+ * u64 count, then mapping runs (lpn, ppn, len) of consecutive logical pages in consecutive
+ * physical pages.
+ */
+static void put32(GByteArray *o, uint32_t v)
+{
+    uint32_t le = GUINT32_TO_LE(v);
+    g_byte_array_append(o, (const guint8 *)&le, 4);
+}
+
+static void put64(GByteArray *o, uint64_t v)
+{
+    uint64_t le = GUINT64_TO_LE(v);
+    g_byte_array_append(o, (const guint8 *)&le, 8);
+}
+
+static void patch64(GByteArray *o, guint pos, uint64_t v)
+{
+    v = GUINT64_TO_LE(v);
+    memcpy(o->data + pos, &v, 8);
+}
+
+void hy_save(void *opaque, GByteArray *o)
+{
+    HyFtl *h = opaque;
+    uint64_t n = 0;
+    guint pos;
+
+    put32(o, h->max_log);
+    put32(o, h->nsets);
+    put32(o, h->sets[0].cap);
+    put32(o, h->sets[h->nsets - 1].cap);
+    put64(o, h->nlog);
+    for (uint32_t b = h->log_head; b != HY_NONE; b = h->blk[b].next) {
+        put32(o, b);
+        put32(o, h->blk[b].set);
+        put32(o, h->blk[b].wp);
+        put32(o, h->blk[b].lbn);
+    }
+    pos = o->len;
+    put64(o, 0);
+    for (uint64_t b = 0; b < h->nblocks; b++) {
+        if (h->blk[b].state == HY_DATA) {
+            put32(o, (uint32_t)b);
+            put32(o, h->blk[b].wp);
+            put32(o, h->blk[b].lbn);
+            n++;
+        }
+    }
+    patch64(o, pos, n);
+    pos = o->len;
+    n = 0;
+    put64(o, 0);
+    for (uint64_t b = 0; b < h->nblocks; b++) {
+        uint32_t base = (uint32_t)b * h->pages;
+        for (uint32_t i = 0; h->blk[b].state != HY_FREE && i < h->blk[b].wp;) {
+            uint32_t lpn1 = h->p2l[base + i], len = 1;
+            if (!lpn1) {
+                i++;
+                continue;
+            }
+            while (i + len < h->blk[b].wp && h->p2l[base + i + len] == lpn1 + len) {
+                len++;
+            }
+            put32(o, lpn1 - 1);
+            put32(o, base + i);
+            put32(o, len);
+            n++;
+            i += len;
+        }
+    }
+    patch64(o, pos, n);
+}
+
+typedef struct Reader {
+    const guint8 *p, *end;
+} Reader;
+
+static bool get32(Reader *r, uint32_t *v)
+{
+    uint32_t le;
+    if (r->end - r->p < 4) {
+        return false;
+    }
+    memcpy(&le, r->p, 4);
+    r->p += 4;
+    *v = GUINT32_FROM_LE(le);
+    return true;
+}
+
+static bool get64(Reader *r, uint64_t *v)
+{
+    uint64_t le;
+    if (r->end - r->p < 8) {
+        return false;
+    }
+    memcpy(&le, r->p, 8);
+    r->p += 8;
+    *v = GUINT64_FROM_LE(le);
+    return true;
+}
+
+static bool corrupt(GError **errp, const char *what)
+{
+    g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "state file: hybrid FTL section is damaged (%s)",
+                what);
+    return false;
+}
+
+/* Would a valid copy of @lpn at @ppn break the block rules? */
+static bool misplaced(const HyFtl *h, uint64_t lpn, uint32_t ppn)
+{
+    const HyBlock *k = &h->blk[ppn / h->pages];
+    bool fixed = k->state == HY_DATA || k->lbn != HY_NONE;
+    return k->state == HY_FREE || ppn % h->pages >= k->wp ||
+           (fixed && (hy_lbn(h, lpn) != k->lbn || lpn % h->pages != ppn % h->pages));
+}
+
+bool hy_load(void *opaque, const guint8 *data, size_t len, GError **errp)
+{
+    HyFtl *h = opaque;
+    Reader r = { data, data + len };
+    uint32_t max_log, nsets, cap0, cap1;
+    uint64_t n;
+
+    if (!get32(&r, &max_log) || !get32(&r, &nsets) || !get32(&r, &cap0) || !get32(&r, &cap1)) {
+        return corrupt(errp, "truncated header");
+    }
+    if (max_log != h->max_log || nsets != h->nsets || cap0 != h->sets[0].cap ||
+        cap1 != h->sets[h->nsets - 1].cap) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_STATE,
+                    "state file: saved with another log-block layout (log-blocks %u, %u sets "
+                    "of %u..%u log blocks; now %u, %u sets of %u..%u): use the same log-blocks, "
+                    "sast-n and sast-k", max_log, nsets, cap0, cap1, h->max_log, h->nsets,
+                    h->sets[0].cap, h->sets[h->nsets - 1].cap);
+        return false;
+    }
+    if (!get64(&r, &n) || n > h->max_log) {
+        return corrupt(errp, "log block count");
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t b, set, wp, lbn;
+        if (!get32(&r, &b) || !get32(&r, &set) || !get32(&r, &wp) || !get32(&r, &lbn)) {
+            return corrupt(errp, "truncated log block list");
+        }
+        if (b >= h->nblocks || h->blk[b].state != HY_FREE || set >= h->nsets || wp > h->pages ||
+            (lbn != HY_NONE && lbn >= h->nlb) || h->sets[set].count >= h->sets[set].cap) {
+            return corrupt(errp, "log block entry out of range");
+        }
+        h->blk[b] = (HyBlock){ .wp = wp, .lbn = lbn };
+        log_link(h, b, set);
+    }
+    if (!get64(&r, &n) || n > h->nlb) {
+        return corrupt(errp, "data block count");
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t b, wp, lbn;
+        if (!get32(&r, &b) || !get32(&r, &wp) || !get32(&r, &lbn)) {
+            return corrupt(errp, "truncated data block list");
+        }
+        if (b >= h->nblocks || h->blk[b].state != HY_FREE || wp > h->pages || lbn >= h->nlb ||
+            h->dmap[lbn]) {
+            return corrupt(errp, "data block entry out of range");
+        }
+        h->blk[b] = (HyBlock){ .state = HY_DATA, .wp = wp, .lbn = lbn, .set = HY_NONE,
+                               .prev = HY_NONE, .next = HY_NONE, .sprev = HY_NONE,
+                               .snext = HY_NONE };
+        h->dmap[lbn] = b + 1;
+    }
+    if (!get64(&r, &n)) {
+        return corrupt(errp, "run count");
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t lpn, ppn, cnt;
+        if (!get32(&r, &lpn) || !get32(&r, &ppn) || !get32(&r, &cnt)) {
+            return corrupt(errp, "truncated mapping");
+        }
+        if (!cnt || (uint64_t)lpn + cnt > h->env.lpages ||
+            (uint64_t)ppn + cnt > h->nand->g.npages) {
+            return corrupt(errp, "mapping run out of range");
+        }
+        for (uint32_t k = 0; k < cnt; k++) {
+            if (h->l2p[lpn + k] || h->p2l[ppn + k] || misplaced(h, lpn + k, ppn + k)) {
+                return corrupt(errp, "mapping to an unwritten, shared or misplaced page");
+            }
+            map(h, lpn + k, ppn + k);
+        }
+    }
+    if (r.p != r.end) {
+        return corrupt(errp, "trailing bytes");
+    }
+    h->nfree = 0;
+    for (uint64_t b = 0; b < h->nblocks; b++) {
+        h->nand->next_page[b] = h->blk[b].wp;
+        if (h->blk[b].state == HY_FREE) {
+            heap_push(h, (uint32_t)b);
+        }
+    }
+    if (h->nfree == 0) {
+        return corrupt(errp, "no free block left for merges");
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ consistency */
+
+static char *check_blocks(HyFtl *h, const uint32_t *count)
+{
+    uint64_t nfree = 0, ndata = 0, nlog = 0;
+
+    for (uint64_t b = 0; b < h->nblocks; b++) {
+        const HyBlock *k = &h->blk[b];
+        if (count[b] != k->valid) {
+            return g_strdup_printf("block %" G_GUINT64_FORMAT ": valid count %u, recount %u",
+                                   b, k->valid, count[b]);
+        }
+        if (k->wp != h->nand->next_page[b]) {
+            return g_strdup_printf("block %" G_GUINT64_FORMAT ": write pointer %u, NAND at %u",
+                                   b, k->wp, h->nand->next_page[b]);
+        }
+        switch (k->state) {
+        case HY_FREE:
+            nfree++;
+            if (k->wp || k->valid) {
+                return g_strdup_printf("free block %" G_GUINT64_FORMAT " is not empty", b);
+            }
+            break;
+        case HY_DATA:
+            ndata++;
+            if (k->lbn >= h->nlb || h->dmap[k->lbn] != b + 1) {
+                return g_strdup_printf("data block %" G_GUINT64_FORMAT " of logical block %u "
+                                       "is not its data block", b, k->lbn);
+            }
+            break;
+        case HY_LOG:
+            nlog++;
+            break;
+        default:
+            return g_strdup_printf("block %" G_GUINT64_FORMAT ": bad state %u", b, k->state);
+        }
+    }
+    for (uint32_t lbn = 0; lbn < h->nlb; lbn++) {
+        uint32_t d = data_block(h, lbn);
+        if (d != HY_NONE && (d >= h->nblocks || h->blk[d].state != HY_DATA)) {
+            return g_strdup_printf("logical block %u maps to block %u, no data block", lbn, d);
+        }
+    }
+    if (nfree != h->nfree) {
+        return g_strdup_printf("%" G_GUINT64_FORMAT " free blocks but %" G_GUINT64_FORMAT
+                               " in the free heap", nfree, h->nfree);
+    }
+    if (nlog != h->nlog || nlog > h->max_log) {
+        return g_strdup_printf("%" G_GUINT64_FORMAT " log blocks, counted %u, at most %u",
+                               nlog, h->nlog, h->max_log);
+    }
+    if (nfree + ndata + nlog != h->nblocks || nfree == 0) {
+        return g_strdup_printf("free %" G_GUINT64_FORMAT " + data %" G_GUINT64_FORMAT
+                               " + log %" G_GUINT64_FORMAT " != %" G_GUINT64_FORMAT
+                               " blocks, or no free block left for merges",
+                               nfree, ndata, nlog, h->nblocks);
+    }
+    for (uint64_t i = 0; i < h->nfree; i++) {
+        if (h->blk[h->heap[i]].state != HY_FREE) {
+            return g_strdup_printf("free heap holds block %u, which is not free", h->heap[i]);
+        }
+        if (i && key(h, h->heap[(i - 1) / 2]) > key(h, h->heap[i])) {
+            return g_strdup("free heap out of order");
+        }
+    }
+    return NULL;
+}
+
+static char *check_logs(HyFtl *h)
+{
+    uint32_t seen = 0, in_sets = 0;
+
+    for (uint32_t b = h->log_head, prev = HY_NONE; b != HY_NONE; prev = b, b = h->blk[b].next) {
+        if (h->blk[b].state != HY_LOG || h->blk[b].prev != prev || ++seen > h->nlog) {
+            return g_strdup_printf("log list broken at block %u", b);
+        }
+    }
+    if (seen != h->nlog) {
+        return g_strdup_printf("log list holds %u blocks, %u counted", seen, h->nlog);
+    }
+    for (uint32_t s = 0; s < h->nsets; s++) {
+        uint32_t n = 0;
+        for (uint32_t b = h->sets[s].head; b != HY_NONE; b = h->blk[b].snext) {
+            if (h->blk[b].state != HY_LOG || h->blk[b].set != s || ++n > h->sets[s].count) {
+                return g_strdup_printf("set %u: list broken at block %u", s, b);
+            }
+        }
+        if (n != h->sets[s].count || n > h->sets[s].cap) {
+            return g_strdup_printf("set %u holds %u log blocks, counted %u, cap %u", s, n,
+                                   h->sets[s].count, h->sets[s].cap);
+        }
+        in_sets += n;
+    }
+    if (in_sets != h->nlog) {
+        return g_strdup_printf("sets hold %u log blocks, %u counted", in_sets, h->nlog);
+    }
+    return NULL;
+}
+
+char *hy_check(void *opaque)
+{
+    HyFtl *h = opaque;
+    uint32_t *count = g_new0(uint32_t, h->nblocks);
+    char *err = NULL;
+
+    for (uint64_t lpn = 0; lpn < h->env.lpages && !err; lpn++) {
+        uint32_t ppn1 = h->l2p[lpn];
+        if (!ppn1) {
+            continue;
+        }
+        if (h->p2l[ppn1 - 1] != lpn + 1) {
+            err = g_strdup_printf("lpn %" G_GUINT64_FORMAT " maps to ppn %u, which belongs to %d",
+                                  lpn, ppn1 - 1, (int)h->p2l[ppn1 - 1] - 1);
+        } else if (misplaced(h, lpn, ppn1 - 1)) {
+            err = g_strdup_printf("lpn %" G_GUINT64_FORMAT " at ppn %u: unprogrammed, or not at "
+                                  "its offset of its block", lpn, ppn1 - 1);
+        }
+    }
+    for (uint64_t ppn = 0; ppn < h->nand->g.npages && !err; ppn++) {
+        uint32_t lpn1 = h->p2l[ppn];
+        if (lpn1) {
+            if (lpn1 > h->env.lpages || h->l2p[lpn1 - 1] != ppn + 1) {
+                err = g_strdup_printf("ppn %" G_GUINT64_FORMAT " valid for lpn %u, which maps "
+                                      "elsewhere", ppn, lpn1 - 1);
+            }
+            count[ppn / h->pages]++;
+            if (!err && h->set_lbns && h->blk[ppn / h->pages].state == HY_LOG &&
+                hy_lbn(h, lpn1 - 1) / h->set_lbns != h->blk[ppn / h->pages].set) {
+                err = g_strdup_printf("ppn %" G_GUINT64_FORMAT " holds lpn %u, outside the set "
+                                      "of its log block", ppn, lpn1 - 1);
+            }
+        }
+    }
+    if (!err) {
+        err = check_blocks(h, count);
+    }
+    if (!err) {
+        err = check_logs(h);
+    }
+    g_free(count);
+    return err;
+}
