@@ -51,8 +51,9 @@ uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, 
         return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
     }
     while (len) {
-        uint32_t nents = (psz - (prp2 & (psz - 1))) / 8;
-        uint64_t list[512];
+        /* entries left in this list page, and no more than the transfer still needs */
+        uint32_t nents = MIN((psz - (prp2 & (psz - 1))) / 8, DIV_ROUND_UP(len, psz) + 1);
+        g_autofree uint64_t *list = g_new(uint64_t, nents);
         uint32_t i;
 
         if (pci_dma_read(pci, prp2, list, nents * 8) != MEMTX_OK) {
