@@ -119,6 +119,11 @@ def prepare_disk(path, size, fmt, qemu):
     return fmt
 
 
+def qemu_opt(value):
+    """Quote a value inside a QEMU key=value,... option (commas double)."""
+    return value.replace(",", ",,")
+
+
 def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
     """console: the -serial argument (the guest's ttyS0); extra: the
     caller's own QEMU arguments, placed before the user's --qemu ones."""
@@ -137,15 +142,15 @@ def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
            # snapshot=on: every boot starts from the pristine image, and
            # concurrent guests can share it.
            "-drive", "if=none,id=root,format=raw,snapshot=on,file="
-           + os.path.join(guest, "rootfs.ext4"),
+           + qemu_opt(os.path.join(guest, "rootfs.ext4")),
            "-device", "virtio-blk-pci,drive=root",
-           "-drive", "if=none,id=nvm0,format=%s,discard=unmap,file=%s" % (fmt, disk),
+           "-drive", "if=none,id=nvm0,format=%s,discard=unmap,file=%s" % (fmt, qemu_opt(disk)),
            "-device", device]
     if opts.share:
         cmd += ["-virtfs", "local,path=%s,mount_tag=nhshare,security_model=none"
-                % os.path.abspath(opts.share)]
+                % qemu_opt(os.path.abspath(opts.share))]
     if opts.qmp:
-        cmd += ["-qmp", "unix:%s,server=on,wait=off" % os.path.abspath(opts.qmp)]
+        cmd += ["-qmp", "unix:%s,server=on,wait=off" % qemu_opt(os.path.abspath(opts.qmp))]
     if opts.icount is not None:
         cmd += ["-icount", "shift=%d,sleep=off" % opts.icount]
     return cmd + list(extra) + shlex.split(opts.qemu)
