@@ -2,12 +2,14 @@
  * nvme-hybrid-sim - replay a block trace through the engine the QEMU device uses.
  *
  *   nvme-hybrid-sim --device 'k=v,...' --trace FILE --format FMT [--json] [--qd N] [--limit N]
- *                   [--capacity SIZE]
+ *                   [--capacity SIZE] [--fill FRACTION] [--skip-bad]
  *
  * Open loop (each request arrives at its trace time, relative to the first) by default; with
  * --qd N, closed loop: N requests in flight, the next one issued when the earliest completes.
  * The trace is read twice: once to check every line and find the highest byte it touches (the
- * default capacity, rounded up to a GiB), once to replay.
+ * default capacity, rounded up to a GiB), once to replay.  --fill preconditions the device
+ * first (precondition.c) and the statistics then count the trace only.  Usage and formats:
+ * docs/simulator.md.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include <json-glib/json-glib.h>
 
 #include "engine.h"
+#include "precondition.h"
 #include "trace.h"
 
 static char *opt_device = NULL;
@@ -23,6 +26,8 @@ static char *opt_trace = NULL;
 static char *opt_format = NULL;
 static char *opt_capacity = NULL;
 static gboolean opt_json = FALSE;
+static gboolean opt_skip_bad = FALSE;
+static gdouble opt_fill = 0;
 static gint opt_qd = 0;
 static gint64 opt_limit = 0;
 
@@ -30,7 +35,8 @@ static GOptionEntry entries[] = {
     { "device", 'd', 0, G_OPTION_ARG_STRING, &opt_device,
       "device properties, key=value,... (the same keys as -device nvme-hybrid)", "PROPS" },
     { "trace", 't', 0, G_OPTION_ARG_FILENAME, &opt_trace, "trace file to replay", "FILE" },
-    { "format", 'f', 0, G_OPTION_ARG_STRING, &opt_format, "trace format: mqsim, cpcsv", "FMT" },
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &opt_format,
+      "trace format: mqsim, cpcsv, msr, spc, fiu, blkparse, fio", "FMT" },
     { "json", 'j', 0, G_OPTION_ARG_NONE, &opt_json,
       "print the engine's statistics document (JSON) instead of the table", NULL },
     { "qd", 'q', 0, G_OPTION_ARG_INT, &opt_qd,
@@ -39,6 +45,11 @@ static GOptionEntry entries[] = {
     { "capacity", 'c', 0, G_OPTION_ARG_STRING, &opt_capacity,
       "logical space in bytes, K/M/G/T suffixes (default: what the trace touches, rounded up "
       "to a GiB)", "SIZE" },
+    { "fill", 0, 0, G_OPTION_ARG_DOUBLE, &opt_fill,
+      "precondition: write this fraction (0..1) of the space sequentially, then overwrite it "
+      "randomly until GC is in steady state; statistics count the trace only", "FRACTION" },
+    { "skip-bad", 0, 0, G_OPTION_ARG_NONE, &opt_skip_bad,
+      "count and report malformed trace lines instead of failing on the first", NULL },
     { NULL }
 };
 
@@ -119,7 +130,7 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
                         uint64_t capacity)
 {
     JsonParser *p = json_parser_new();
-    JsonObject *root, *host, *nand, *ftl, *wear, *lr, *lw, *cfg;
+    JsonObject *root, *host, *nand, *ftl, *cmt, *wear, *lr, *lw, *cfg;
     double secs = sim_ns / 1e9;
 
     if (!json_parser_load_from_data(p, stats, -1, NULL)) {
@@ -130,6 +141,7 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
     host = obj(root, "host");
     nand = obj(root, "nand");
     ftl = obj(root, "ftl");
+    cmt = obj(root, "ftl.cmt");
     wear = obj(root, "wear");
     lr = obj(root, "latency_ns.read");
     lw = obj(root, "latency_ns.write");
@@ -153,6 +165,12 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
     printf("ftl         gc copies %llu  gc blocks %llu (foreground %llu)  rmw reads %llu\n",
            I(ftl, "gc_page_copies"), I(ftl, "gc_blocks"), I(ftl, "gc_foreground_blocks"),
            I(ftl, "rmw_reads"));
+    if (I(cmt, "hits") + I(cmt, "misses")) {
+        printf("mapping     cmt hits %llu  misses %llu (hit ratio %.1f%%)  translation page "
+               "reads %llu  writes %llu\n", I(cmt, "hits"), I(cmt, "misses"),
+               100.0 * I(cmt, "hits") / (I(cmt, "hits") + I(cmt, "misses")),
+               I(ftl, "translation_page_reads"), I(ftl, "translation_page_writes"));
+    }
     printf("waf         %.3f\n", json_object_get_double_member(root, "waf"));
     printf("wear        erases min %llu max %llu mean %.2f\n", I(wear, "erase_min"),
            I(wear, "erase_max"), json_object_get_double_member(wear, "erase_mean"));
@@ -182,7 +200,10 @@ int main(int argc, char **argv)
     NhTrace *tr;
     NhTraceRec rec;
     NhEngine *eng;
-    uint64_t capacity = 0, max_end = 0, nreq = 0, first = 0, now = 0, end_time = 0;
+    uint64_t capacity = 0, max_end = 0, nreq = 0, first = 0, now = 0, base = 0, end_time = 0;
+    uint64_t nbad;
+    const char *bad_line;
+    char *first_bad;
     Inflight inflight = { NULL, 0 };
     gint64 t0;
     char *stats;
@@ -201,6 +222,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "nvme-hybrid-sim: --qd and --limit must not be negative\n");
         return 2;
     }
+    if (!(opt_fill >= 0 && opt_fill <= 1)) {
+        fprintf(stderr, "nvme-hybrid-sim: --fill must be a fraction between 0 and 1\n");
+        return 2;
+    }
     if (opt_capacity && (!parse_size(opt_capacity, &capacity) || !capacity)) {
         fprintf(stderr, "nvme-hybrid-sim: --capacity: '%s' is not a size\n", opt_capacity);
         return 2;
@@ -213,6 +238,7 @@ int main(int argc, char **argv)
     if (!tr) {
         return fail(err);
     }
+    nh_trace_skip_bad(tr, opt_skip_bad);
     while ((!opt_limit || nreq < (uint64_t)opt_limit) && (r = nh_trace_next(tr, &rec, &err)) > 0) {
         max_end = MAX(max_end, rec.offset + rec.length);
         nreq++;
@@ -220,12 +246,29 @@ int main(int argc, char **argv)
     if (err) {
         return fail(err);
     }
+    nbad = nh_trace_bad_lines(tr, &bad_line);
+    first_bad = g_strdup(bad_line);
+    if (nbad) {
+        fprintf(stderr, "nvme-hybrid-sim: skipped %" G_GUINT64_FORMAT " malformed lines "
+                "(first: %s)\n", nbad, first_bad);
+    }
     if (!capacity) {
         capacity = MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
     }
     eng = nh_engine_new(&cfg, capacity, &err);
     if (!eng || !nh_trace_rewind(tr, &err)) {
         return fail(err);
+    }
+    if (opt_fill > 0) {
+        NhFillReport fr;
+        if (!nh_precondition(eng, capacity, opt_fill, &fr, &err)) {
+            return fail(err);
+        }
+        fprintf(stderr, "nvme-hybrid-sim: --fill %g: %" G_GUINT64_FORMAT " sequential and %"
+                G_GUINT64_FORMAT " random writes, %.2f erases per block, %s\n", opt_fill,
+                fr.seq_writes, fr.rand_writes, fr.erases_per_block,
+                fr.steady ? "steady state" : "stopped at the cap before steady state");
+        now = base = end_time = fr.end_ns;
     }
 
     if (opt_qd) {
@@ -245,7 +288,7 @@ int main(int argc, char **argv)
                 first = rec.time_ns;
             }
             /* traces are not always sorted; the engine needs time that never goes back */
-            now = MAX(now, rec.time_ns > first ? rec.time_ns - first : 0);
+            now = MAX(now, base + (rec.time_ns > first ? rec.time_ns - first : 0));
         }
         if (!nh_engine_submit(eng, &req, now, &done, &err)) {
             g_prefix_error(&err, "%s: request %" G_GUINT64_FORMAT ": ", opt_trace, i + 1);
@@ -263,10 +306,15 @@ int main(int argc, char **argv)
     if (opt_json) {
         printf("%s\n", stats);
     } else {
-        print_table(stats, nreq, end_time, (g_get_monotonic_time() - t0) / 1e6, capacity);
+        print_table(stats, nreq, end_time - base, (g_get_monotonic_time() - t0) / 1e6, capacity);
+        if (nbad) {
+            printf("trace       %" G_GUINT64_FORMAT " malformed lines skipped (first: %s)\n",
+                   nbad, first_bad);
+        }
     }
     g_free(stats);
     g_free(inflight.t);
+    g_free(first_bad);
     nh_trace_close(tr);
     nh_engine_free(eng);
     return 0;

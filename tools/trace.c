@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parse one line into @rec.  Returns 1 for a request, 0 for a line to skip, -1 with *why set. */
-typedef int (*ParseFn)(char *line, uint64_t lineno, NhTraceRec *rec, const char **why);
+/* Parse one line into @rec.  Returns 1 for a request, 0 for a line to skip, -1 with *why set.
+ * @t carries what a format needs across lines (fio's version and clock, blkparse's summary). */
+typedef int (*ParseFn)(NhTrace *t, char *line, NhTraceRec *rec, const char **why);
 
 struct NhTrace {
     FILE    *f;
@@ -15,6 +16,12 @@ struct NhTrace {
     char    *buf;
     size_t   cap;
     uint64_t lineno;
+    bool     skip_bad;
+    uint64_t bad;
+    char    *first_bad;
+    int      fio_version;   /* from the header line */
+    uint64_t fio_clock_ns;  /* v2: the sum of the waits so far */
+    bool     in_summary;    /* blkparse: past the events, in the per-CPU summary */
 };
 
 static bool to_u64(const char *s, int base, uint64_t *v)
@@ -68,11 +75,11 @@ static int split(char *p, bool csv, char **fields, int max)
  * MQSim / DiskSim ASCII: time_ns device lba(512 B) sectors type(0 write, 1 read).  The device
  * number is ignored: all devices are folded into one address space (their LBAs overlap).
  */
-static int parse_mqsim(char *line, uint64_t lineno, NhTraceRec *rec, const char **why)
+static int parse_mqsim(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
 {
     char *f[6];
     uint64_t t, dev, lba, n, type;
-    (void)lineno;
+    (void)tr;
 
     if (split(line, false, f, 5) != 5) {
         *why = "expected 5 fields: time_ns device lba sectors type";
@@ -103,12 +110,12 @@ static int parse_mqsim(char *line, uint64_t lineno, NhTraceRec *rec, const char 
  * op the SCSI opcode in hex (28 READ(10), 2a WRITE(10), also 08/0a/88/8a), size in bytes, lbn in
  * 512 B sectors.
  */
-static int parse_cpcsv(char *line, uint64_t lineno, NhTraceRec *rec, const char **why)
+static int parse_cpcsv(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
 {
     char *f[6];
     uint64_t ver, t, op, size, lbn;
 
-    if (lineno == 1 && g_str_has_prefix(line, "version")) {
+    if (tr->lineno == 1 && g_str_has_prefix(line, "version")) {
         return 0;
     }
     if (split(line, true, f, 5) != 5) {
@@ -141,8 +148,311 @@ static int parse_cpcsv(char *line, uint64_t lineno, NhTraceRec *rec, const char 
     return 1;
 }
 
-const char *const nh_trace_formats[] = { "mqsim", "cpcsv", NULL };
-static const ParseFn parsers[] = { parse_mqsim, parse_cpcsv };
+/* Seconds with an optional fraction of up to 9 digits ("12", "0.551706"), exactly, in ns. */
+static bool seconds_to_ns(const char *s, uint64_t *ns)
+{
+    const char *dot = strchr(s, '.');
+    char *whole = g_strndup(s, dot ? (size_t)(dot - s) : strlen(s));
+    uint64_t sec, frac = 0;
+    bool ok = to_u64(whole, 10, &sec) && sec <= UINT64_MAX / 1000000000ull;
+
+    g_free(whole);
+    if (ok && dot) {
+        size_t digits = strlen(dot + 1);
+        ok = digits >= 1 && digits <= 9 && to_u64(dot + 1, 10, &frac);
+        for (size_t i = digits; ok && i < 9; i++) {
+            frac *= 10;
+        }
+    }
+    if (ok) {
+        *ns = sec * 1000000000ull + frac;
+    }
+    return ok && *ns >= sec * 1000000000ull;
+}
+
+/* Byte ranges must be nonzero and end inside 64 bits. */
+static bool range_ok(uint64_t offset, uint64_t length)
+{
+    return length && offset <= UINT64_MAX - length;
+}
+
+/*
+ * MSR Cambridge (SNIA IOTTA): Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime;
+ * Timestamp in Windows FILETIME (100 ns ticks), Type Read or Write, Offset and Size in bytes.
+ * Each file is one volume; hostname and disk number are not used.  A header line is allowed.
+ */
+static int parse_msr(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
+{
+    char *f[8];
+    uint64_t ts, disk, off, size, resp;
+
+    if (tr->lineno == 1 && g_str_has_prefix(line, "Timestamp")) {
+        return 0;
+    }
+    if (split(line, true, f, 7) != 7) {
+        *why = "expected 7 comma-separated fields: Timestamp,Hostname,DiskNumber,Type,Offset,"
+               "Size,ResponseTime";
+        return -1;
+    }
+    if (!to_u64(f[0], 10, &ts) || !to_u64(f[2], 10, &disk) || !to_u64(f[4], 10, &off) ||
+        !to_u64(f[5], 10, &size) || !to_u64(f[6], 10, &resp)) {
+        *why = "Timestamp, DiskNumber, Offset, Size and ResponseTime must be non-negative integers";
+        return -1;
+    }
+    if (!g_ascii_strcasecmp(f[3], "Read")) {
+        rec->op = NH_OP_READ;
+    } else if (!g_ascii_strcasecmp(f[3], "Write")) {
+        rec->op = NH_OP_WRITE;
+    } else {
+        *why = "Type must be Read or Write";
+        return -1;
+    }
+    if (!range_ok(off, size) || ts > UINT64_MAX / 100) {
+        *why = "Size must be nonzero, and Offset + Size and Timestamp in range";
+        return -1;
+    }
+    rec->time_ns = ts * 100;
+    rec->offset = off;
+    rec->length = size;
+    return 1;
+}
+
+/*
+ * UMass / SPC (Financial1/2, WebSearch1-3): ASU,LBA,Size,Opcode,Timestamp[,...]; LBA in 512 B
+ * blocks, Size in bytes, Opcode r or w (any case), Timestamp in seconds with a fraction.  The
+ * application storage units are folded into one address space (their LBAs overlap).
+ */
+static int parse_spc(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
+{
+    char *f[9];
+    uint64_t asu, lba, size, ts;
+    int n = split(line, true, f, 8);
+    (void)tr;
+
+    if (n < 5 || n > 8) {
+        *why = "expected 5 or more comma-separated fields: ASU,LBA,Size,Opcode,Timestamp";
+        return -1;
+    }
+    if (!to_u64(f[0], 10, &asu) || !to_u64(f[1], 10, &lba) || !to_u64(f[2], 10, &size)) {
+        *why = "ASU, LBA and Size must be non-negative integers";
+        return -1;
+    }
+    if (!seconds_to_ns(f[4], &ts)) {
+        *why = "Timestamp must be seconds, with at most 9 decimals";
+        return -1;
+    }
+    if (!g_ascii_strcasecmp(f[3], "r")) {
+        rec->op = NH_OP_READ;
+    } else if (!g_ascii_strcasecmp(f[3], "w")) {
+        rec->op = NH_OP_WRITE;
+    } else {
+        *why = "Opcode must be r or w";
+        return -1;
+    }
+    if (lba > (UINT64_MAX >> 10) || !range_ok(lba * 512, size)) {
+        *why = "Size must be nonzero and LBA in range";
+        return -1;
+    }
+    rec->time_ns = ts;
+    rec->offset = lba * 512;
+    rec->length = size;
+    return 1;
+}
+
+/*
+ * FIU (SNIA IOTTA, Koller and Rangaswami): ts_ns pid process lba size W|R major minor [md5];
+ * lba and size in 512 B sectors.  Device numbers are folded into one address space.
+ */
+static int parse_fiu(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
+{
+    char *f[10];
+    uint64_t ts, pid, lba, n, maj, min;
+    int nf = split(line, false, f, 9);
+    (void)tr;
+
+    if (nf < 8 || nf > 9) {
+        *why = "expected 8 or 9 fields: ts_ns pid process lba sectors W|R major minor [md5]";
+        return -1;
+    }
+    if (!to_u64(f[0], 10, &ts) || !to_u64(f[1], 10, &pid) || !to_u64(f[3], 10, &lba) ||
+        !to_u64(f[4], 10, &n) || !to_u64(f[6], 10, &maj) || !to_u64(f[7], 10, &min)) {
+        *why = "ts, pid, lba, sectors, major and minor must be non-negative integers";
+        return -1;
+    }
+    if (!g_ascii_strcasecmp(f[5], "R")) {
+        rec->op = NH_OP_READ;
+    } else if (!g_ascii_strcasecmp(f[5], "W")) {
+        rec->op = NH_OP_WRITE;
+    } else {
+        *why = "the operation must be W or R";
+        return -1;
+    }
+    if (n == 0 || n > (UINT64_MAX >> 10) || lba > (UINT64_MAX >> 10)) {
+        *why = "size must be between 1 and 2^54 sectors";
+        return -1;
+    }
+    rec->time_ns = ts;
+    rec->offset = lba * 512;
+    rec->length = n * 512;
+    return 1;
+}
+
+/*
+ * blkparse's default text output: "maj,min cpu seq secs.nsecs pid action rwbs [sector + n]
+ * [process]".  Only D events (issued to the device) are replayed, one request each: RWBS with
+ * D is a discard, with W a write, with R a read, otherwise F alone a flush; other events and
+ * the summary blkparse prints at the end are skipped.
+ */
+static int parse_blkparse(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
+{
+    char *f[11];
+    uint64_t maj, min, cpu, seq, ts, pid, sector, n = 0;
+    char *comma;
+    int nf;
+
+    if (tr->in_summary || (g_str_has_prefix(line, "CPU") && g_ascii_isdigit(line[3])) ||
+        g_str_has_prefix(line, "Total (")) {
+        tr->in_summary = true;
+        return 0;
+    }
+    nf = split(line, false, f, 10);
+    comma = strchr(f[0], ',');
+    if (nf < 6 || !comma) {
+        *why = "expected 'maj,min cpu seq time pid action ...'";
+        return -1;
+    }
+    *comma = '\0';
+    if (!to_u64(f[0], 10, &maj) || !to_u64(comma + 1, 10, &min) || !to_u64(f[1], 10, &cpu) ||
+        !to_u64(f[2], 10, &seq) || !to_u64(f[4], 10, &pid)) {
+        *why = "device, cpu, sequence and pid must be non-negative integers";
+        return -1;
+    }
+    if (!seconds_to_ns(f[3], &ts)) {
+        *why = "time must be seconds.nanoseconds";
+        return -1;
+    }
+    if (strcmp(f[5], "D") != 0) {
+        return 0;
+    }
+    if (nf < 7) {
+        *why = "a D event needs its RWBS field";
+        return -1;
+    }
+    if (nf >= 10 && !strcmp(f[8], "+")) {
+        if (!to_u64(f[7], 10, &sector) || !to_u64(f[9], 10, &n)) {
+            *why = "sector and size must be non-negative integers";
+            return -1;
+        }
+        if (n > (UINT64_MAX >> 10) || sector > (UINT64_MAX >> 10)) {
+            *why = "size must be at most 2^54 sectors";
+            return -1;
+        }
+    }
+    rec->time_ns = ts;
+    rec->offset = n ? sector * 512 : 0;
+    rec->length = n * 512;
+    if (n && strchr(f[6], 'D')) {
+        rec->op = NH_OP_TRIM;
+    } else if (n && strchr(f[6], 'W')) {
+        rec->op = NH_OP_WRITE;
+    } else if (n && strchr(f[6], 'R')) {
+        rec->op = NH_OP_READ;
+    } else if (strchr(f[6], 'F')) {
+        rec->op = NH_OP_FLUSH;
+        rec->length = 0;
+    } else {
+        return 0;   /* no data and no flush: nothing reaches the flash */
+    }
+    return 1;
+}
+
+/*
+ * fio's iolog (--write_iolog): a header "fio version 2 iolog" or "fio version 3 iolog", then
+ * "[usecs] file action [offset length]" lines, usecs since the start in version 3 only.
+ * read, write and trim are replayed, sync and datasync as flushes; add, open and close are
+ * skipped; version 2's "wait usecs" advances the clock.  All files are folded into one space.
+ */
+static int parse_fio(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
+{
+    char *f[7];
+    uint64_t ts = 0, off = 0, len = 0;
+    const char *act;
+    int nf, base;
+
+    if (tr->lineno == 1) {
+        if (!strcmp(line, "fio version 2 iolog") || !strcmp(line, "fio version 3 iolog")) {
+            tr->fio_version = line[12] - '0';
+            tr->fio_clock_ns = 0;
+            return 0;
+        }
+        *why = "the first line must be 'fio version 2 iolog' or 'fio version 3 iolog'";
+        return -1;
+    }
+    if (!tr->fio_version) {
+        *why = "no fio iolog header on line 1";
+        return -1;
+    }
+    nf = split(line, false, f, 6);
+    base = tr->fio_version == 3;
+    if (nf != 2 + base && nf != 4 + base) {
+        *why = tr->fio_version == 3 ? "expected 'usecs file action [offset length]'"
+                                    : "expected 'file action [offset length]'";
+        return -1;
+    }
+    if (base && (!to_u64(f[0], 10, &ts) || ts > UINT64_MAX / 1000)) {
+        *why = "the timestamp must be a non-negative integer (microseconds)";
+        return -1;
+    }
+    act = f[base + 1];
+    if (nf == 4 + base && (!to_u64(f[base + 2], 10, &off) || !to_u64(f[base + 3], 10, &len))) {
+        *why = "offset and length must be non-negative integers";
+        return -1;
+    }
+    if (!strcmp(act, "add") || !strcmp(act, "open") || !strcmp(act, "close")) {
+        return 0;
+    }
+    if (tr->fio_version == 2 && !strcmp(act, "wait")) {
+        if (nf != 4 || off > (UINT64_MAX - tr->fio_clock_ns) / 1000) {
+            *why = "wait needs a number of microseconds";
+            return -1;
+        }
+        tr->fio_clock_ns += off * 1000;
+        return 0;
+    }
+    if (!strcmp(act, "sync") || !strcmp(act, "datasync")) {
+        rec->op = NH_OP_FLUSH;
+        off = len = 0;
+    } else if (nf != 4 + base) {
+        *why = "read, write and trim need an offset and a length";
+        return -1;
+    } else if (!strcmp(act, "read")) {
+        rec->op = NH_OP_READ;
+    } else if (!strcmp(act, "write")) {
+        rec->op = NH_OP_WRITE;
+    } else if (!strcmp(act, "trim")) {
+        rec->op = NH_OP_TRIM;
+    } else {
+        *why = "unknown action (valid: add, open, close, read, write, trim, sync, datasync, "
+               "and wait in version 2)";
+        return -1;
+    }
+    if (rec->op != NH_OP_FLUSH && !range_ok(off, len)) {
+        *why = "length must be nonzero and offset + length in range";
+        return -1;
+    }
+    rec->time_ns = base ? ts * 1000 : tr->fio_clock_ns;
+    rec->offset = off;
+    rec->length = len;
+    return 1;
+}
+
+const char *const nh_trace_formats[] = {
+    "mqsim", "cpcsv", "msr", "spc", "fiu", "blkparse", "fio", NULL
+};
+static const ParseFn parsers[] = {
+    parse_mqsim, parse_cpcsv, parse_msr, parse_spc, parse_fiu, parse_blkparse, parse_fio
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(nh_trace_formats) == G_N_ELEMENTS(parsers) + 1);
 
 NhTrace *nh_trace_open(const char *path, const char *format, GError **errp)
 {
@@ -188,7 +498,14 @@ int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp)
         if (!*line || *line == '#') {
             continue;
         }
-        r = t->parse(line, t->lineno, rec, &why);
+        r = t->parse(t, line, rec, &why);
+        if (r < 0 && t->skip_bad) {
+            if (!t->bad++) {
+                t->first_bad = g_strdup_printf("%s:%" G_GUINT64_FORMAT ": %s", t->path,
+                                               t->lineno, why);
+            }
+            continue;
+        }
         if (r < 0) {
             g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s:%" G_GUINT64_FORMAT ": %s",
                         t->path, t->lineno, why);
@@ -213,7 +530,24 @@ bool nh_trace_rewind(NhTrace *t, GError **errp)
         return false;
     }
     t->lineno = 0;
+    t->bad = 0;
+    g_clear_pointer(&t->first_bad, g_free);
+    t->fio_version = 0;
+    t->in_summary = false;
     return true;
+}
+
+void nh_trace_skip_bad(NhTrace *t, bool skip)
+{
+    t->skip_bad = skip;
+}
+
+uint64_t nh_trace_bad_lines(const NhTrace *t, const char **first)
+{
+    if (first) {
+        *first = t->first_bad;
+    }
+    return t->bad;
 }
 
 void nh_trace_close(NhTrace *t)
@@ -222,6 +556,7 @@ void nh_trace_close(NhTrace *t)
         fclose(t->f);
         g_free(t->buf);
         g_free(t->path);
+        g_free(t->first_bad);
         g_free(t);
     }
 }

@@ -2,9 +2,10 @@
  * trace.h - block-trace readers for the simulator.
  *
  * Contract: a reader yields one request per call with an absolute time in ns (as in the trace,
- * not yet made relative), an operation, and a byte range.  A malformed line is an error naming
- * the file and line; comment and blank lines are skipped.  Formats are listed in
- * nh_trace_formats; each is one parse function.
+ * not yet made relative), an operation, and a byte range (empty for a flush).  A malformed line
+ * is an error naming the file and line, or with nh_trace_skip_bad() is counted and passed over;
+ * comment and blank lines are skipped.  Formats are listed in nh_trace_formats; each is one
+ * parse function (field mappings: docs/simulator.md).
  */
 #ifndef NH_TRACE_H
 #define NH_TRACE_H
@@ -29,7 +30,11 @@ extern const char *const nh_trace_formats[];
 NhTrace *nh_trace_open(const char *path, const char *format, GError **errp);
 /* 1: *rec filled; 0: end of trace; -1: error in *errp */
 int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp);
+/* Back to the first line; also forgets the malformed lines counted so far. */
 bool nh_trace_rewind(NhTrace *t, GError **errp);
+void nh_trace_skip_bad(NhTrace *t, bool skip);
+/* Malformed lines passed over so far, and "file:line: why" of the first (NULL if none). */
+uint64_t nh_trace_bad_lines(const NhTrace *t, const char **first);
 void nh_trace_close(NhTrace *t);
 
 #endif

@@ -62,6 +62,104 @@ static void test_cpcsv(void)
     g_free(p);
 }
 
+/* One expected record of a sample file. */
+typedef struct Want {
+    uint64_t time_ns;
+    NhOp op;
+    uint64_t offset, length;
+} Want;
+
+static char *sample_path(const char *name)
+{
+    return g_test_build_filename(G_TEST_DIST, "..", "data", name, NULL);
+}
+
+static void expect_sample(const char *name, const char *format, const Want *want, size_t n)
+{
+    char *p = sample_path(name);
+    GError *err = NULL;
+    NhTrace *t = nh_trace_open(p, format, &err);
+    NhTraceRec r;
+
+    g_assert_no_error(err);
+    for (int pass = 0; pass < 2; pass++) {      /* and again after a rewind */
+        for (size_t i = 0; i < n; i++) {
+            int rc = nh_trace_next(t, &r, &err);
+            g_assert_no_error(err);
+            g_assert_cmpint(rc, ==, 1);
+            g_assert_cmpuint(r.time_ns, ==, want[i].time_ns);
+            g_assert_cmpint(r.op, ==, want[i].op);
+            g_assert_cmpuint(r.offset, ==, want[i].offset);
+            g_assert_cmpuint(r.length, ==, want[i].length);
+        }
+        g_assert_cmpint(nh_trace_next(t, &r, &err), ==, 0);
+        g_assert_true(nh_trace_rewind(t, NULL));
+    }
+    nh_trace_close(t);
+    g_free(p);
+}
+
+static void test_msr(void)
+{
+    static const Want w[] = {
+        { 12816637200306162900ull, NH_OP_WRITE, 3154059264ull, 4096 },
+        { 12816637201638215500ull, NH_OP_READ, 1215115264ull, 16384 },
+        { 12816637202638224500ull, NH_OP_WRITE, 1215119360ull, 8192 },
+    };
+    expect_sample("msr.csv", "msr", w, G_N_ELEMENTS(w));
+}
+
+static void test_spc(void)
+{
+    static const Want w[] = {
+        { 0, NH_OP_WRITE, 303567ull * 512, 3584 },
+        { 0, NH_OP_WRITE, 55590ull * 512, 3072 },
+        { 551706000, NH_OP_READ, 1000 * 512, 4096 },
+        { 1003511000, NH_OP_READ, 20941264ull * 512, 8192 },
+    };
+    expect_sample("spc.csv", "spc", w, G_N_ELEMENTS(w));
+}
+
+static void test_fiu(void)
+{
+    static const Want w[] = {
+        { 89966067286638ull, NH_OP_WRITE, 904265560ull * 512, 4096 },
+        { 89966067287000ull, NH_OP_READ, 904265568ull * 512, 4096 },
+        { 89966067290001ull, NH_OP_WRITE, 100 * 512, 8192 },
+    };
+    expect_sample("fiu.txt", "fiu", w, G_N_ELEMENTS(w));
+}
+
+static void test_blkparse(void)
+{
+    /* D events only; the summary after "CPU1 (sda):" is not read as events */
+    static const Want w[] = {
+        { 4512, NH_OP_WRITE, 2048 * 512, 4096 },
+        { 1000000, NH_OP_READ, 409600ull * 512, 256 * 512 },
+        { 2000000, NH_OP_TRIM, 1000 * 512, 2048 * 512 },
+        { 3000000, NH_OP_FLUSH, 0, 0 },
+    };
+    expect_sample("blkparse.txt", "blkparse", w, G_N_ELEMENTS(w));
+}
+
+static void test_fio(void)
+{
+    static const Want v2[] = {
+        { 0, NH_OP_WRITE, 0, 4096 },
+        { 250000, NH_OP_READ, 1048576, 8192 },      /* after "wait 250" (us) */
+        { 250000, NH_OP_TRIM, 4096, 65536 },
+        { 250000, NH_OP_FLUSH, 0, 0 },
+    };
+    static const Want v3[] = {
+        { 120000, NH_OP_WRITE, 0, 4096 },
+        { 245000, NH_OP_READ, 1048576, 8192 },
+        { 400000, NH_OP_TRIM, 4096, 65536 },
+        { 410000, NH_OP_FLUSH, 0, 0 },
+    };
+    expect_sample("fio-v2.log", "fio", v2, G_N_ELEMENTS(v2));
+    expect_sample("fio-v3.log", "fio", v3, G_N_ELEMENTS(v3));
+}
+
 static void expect_bad(const char *format, const char *text, const char *where, const char *why)
 {
     char *p = write_tmp(text);
@@ -97,14 +195,165 @@ static void test_malformed(void)
     expect_bad("cpcsv", "1,2,35,512,7\n", "1", "not a SCSI READ or WRITE");
     expect_bad("cpcsv", "1,2,zz,512,7\n", "1", "not a non-negative integer");
     expect_bad("cpcsv", "1,2,2a,0,7\n", "1", "size must be nonzero");
+    expect_bad("msr", "1,h,0,Read,0,512,1\n1,h,0,Read,0,512\n", "2", "expected 7");
+    expect_bad("msr", "1,h,0,Erase,0,512,1\n", "1", "Type must be Read or Write");
+    expect_bad("msr", "1,h,0,Read,-4,512,1\n", "1", "must be non-negative integers");
+    expect_bad("msr", "1,h,0,Read,0,0,1\n", "1", "Size must be nonzero");
+    expect_bad("spc", "0,1,512,r\n", "1", "expected 5 or more");
+    expect_bad("spc", "0,1,512,x,0.5\n", "1", "Opcode must be r or w");
+    expect_bad("spc", "0,1,512,r,0.5s\n", "1", "Timestamp must be seconds");
+    expect_bad("spc", "0,1,512,r,0.1234567891\n", "1", "Timestamp must be seconds");
+    expect_bad("spc", "0,1,0,r,1\n", "1", "Size must be nonzero");
+    expect_bad("fiu", "1 2 p 3 8 W 6\n", "1", "expected 8 or 9 fields");
+    expect_bad("fiu", "1 2 p 3 8 X 6 0 m\n", "1", "must be W or R");
+    expect_bad("fiu", "1 2 my proc 3 8 W 6 0\n", "1", "must be non-negative integers");
+    expect_bad("fiu", "1 2 p 3 0 W 6 0\n", "1", "size must be between");
+    expect_bad("blkparse", "8,0 1 1 0.1 5 D W 8 + 8 [p]\n8 1 2 0.2 5 D W 8 + 8 [p]\n", "2",
+               "expected 'maj,min");
+    expect_bad("blkparse", "8,0 1 1 0.1x 5 D W 8 + 8 [p]\n", "1", "time must be");
+    expect_bad("blkparse", "8,0 1 1 0.1 5 D W x + 8 [p]\n", "1", "sector and size");
+    expect_bad("blkparse", "8,0 1 1 0.1 5 D\n", "1", "needs its RWBS");
+    expect_bad("fio", "/dev/sda write 0 4096\n", "1", "first line must be");
+    expect_bad("fio", "fio version 2 iolog\n/dev/sda write 0\n", "2", "expected 'file action");
+    expect_bad("fio", "fio version 2 iolog\n/dev/sda erase 0 4096\n", "2", "unknown action");
+    expect_bad("fio", "fio version 2 iolog\n/dev/sda write 0 0\n", "2", "length must be");
+    expect_bad("fio", "fio version 3 iolog\n/dev/sda write 0 4096\n", "2", "expected 'usecs");
+    expect_bad("fio", "fio version 3 iolog\nx /dev/sda add\n", "2", "timestamp must be");
+    expect_bad("fio", "fio version 3 iolog\n5 /dev/sda wait 100 0\n", "2", "unknown action");
 
     GError *err = NULL;
     g_assert_null(nh_trace_open("/nonexistent", "mqsim", &err));
     g_assert_nonnull(strstr(err->message, "/nonexistent"));
     g_clear_error(&err);
     g_assert_null(nh_trace_open("/dev/null", "msr2", &err));
-    g_assert_nonnull(strstr(err->message, "valid: mqsim, cpcsv"));
+    g_assert_nonnull(strstr(err->message, "valid: mqsim, cpcsv, msr, spc, fiu, blkparse, fio"));
     g_clear_error(&err);
+}
+
+/* --skip-bad's counting: bad lines are passed over, counted, the first one named. */
+static void test_skip_bad(void)
+{
+    char *p = write_tmp("1 0 0 8 0\nbad\n2 0 8 8 1\n3 0 8 8 7\n");
+    NhTrace *t = nh_trace_open(p, "mqsim", NULL);
+    NhTraceRec r;
+    GError *err = NULL;
+    const char *first;
+    char *where = g_strdup_printf("%s:2: expected 5 fields", p);
+
+    nh_trace_skip_bad(t, true);
+    g_assert_cmpint(nh_trace_next(t, &r, &err), ==, 1);
+    g_assert_cmpint(nh_trace_next(t, &r, &err), ==, 1);
+    g_assert_cmpuint(r.time_ns, ==, 2);
+    g_assert_cmpint(nh_trace_next(t, &r, &err), ==, 0);
+    g_assert_no_error(err);
+    g_assert_cmpuint(nh_trace_bad_lines(t, &first), ==, 2);
+    g_assert_true(g_str_has_prefix(first, where));
+    g_assert_true(nh_trace_rewind(t, NULL));
+    g_assert_cmpuint(nh_trace_bad_lines(t, NULL), ==, 0);
+    nh_trace_close(t);
+    g_unlink(p);
+    g_free(p);
+    g_free(where);
+}
+
+static char *run_sim(char **args, int *status, char **errs)
+{
+    GPtrArray *argv = g_ptr_array_new();
+    char *out = NULL;
+
+    g_ptr_array_add(argv, (char *)g_getenv("NH_SIM"));
+    for (char **a = args; *a; a++) {
+        g_ptr_array_add(argv, *a);
+    }
+    g_ptr_array_add(argv, NULL);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, 0, NULL, NULL, &out, errs,
+                               status, NULL));
+    g_ptr_array_free(argv, TRUE);
+    return out;
+}
+
+/* The simulator on each sample: a closed-loop replay with a given capacity prints the
+ * statistics document with the sample's commands. */
+static void test_sim_samples(void)
+{
+    static const struct { const char *file, *format; int n[4]; } s[] = {
+        { "msr.csv", "msr", { 1, 2, 0, 0 } },
+        { "spc.csv", "spc", { 2, 2, 0, 0 } },
+        { "fiu.txt", "fiu", { 1, 2, 0, 0 } },
+        { "blkparse.txt", "blkparse", { 1, 1, 1, 1 } },
+        { "fio-v2.log", "fio", { 1, 1, 1, 1 } },
+        { "fio-v3.log", "fio", { 1, 1, 1, 1 } },
+    };
+    static const char *const keys[] = { "read_cmds", "write_cmds", "trim_cmds", "flush_cmds" };
+
+    if (!g_getenv("NH_SIM")) {
+        g_test_skip("NH_SIM not set");
+        return;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(s); i++) {
+        char *path = sample_path(s[i].file), *errs = NULL, *out;
+        char *args[] = { "--trace", path, "--format", (char *)s[i].format, "--json", "--qd", "4",
+                         "--capacity", "2T", "--device", "ftl=dftl", NULL };
+        int status;
+
+        out = run_sim(args, &status, &errs);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        g_assert_true(g_str_has_prefix(out, "{"));     /* the document, nothing else */
+        for (int k = 0; k < 4; k++) {
+            char *want = g_strdup_printf("\"%s\" : %d,", keys[k], s[i].n[k]);
+            if (!strstr(out, want)) {
+                g_error("%s: expected %s in\n%s\n%s", s[i].file, want, out, errs);
+            }
+            g_free(want);
+        }
+        g_free(out);
+        g_free(errs);
+        g_free(path);
+    }
+}
+
+/* --skip-bad and --fill through the simulator: reports on stderr, counts of the trace only. */
+static void test_sim_options(void)
+{
+    char *p = write_tmp("0 0 0 8 0\n1000 0 zz 8 0\n2000 0 64 8 1\n");
+    char *errs = NULL, *out;
+    int status;
+    char *strict[] = { "--trace", p, "--format", "mqsim", "--json", NULL };
+    char *lenient[] = { "--trace", p, "--format", "mqsim", "--json", "--skip-bad", "--fill",
+                        "0.5", "--capacity", "64M", "--device", "channels=2,ways=1,pages=64",
+                        NULL };
+    char *table[] = { "--trace", p, "--format", "mqsim", "--skip-bad", NULL };
+
+    if (!g_getenv("NH_SIM")) {
+        g_test_skip("NH_SIM not set");
+        g_free(p);
+        return;
+    }
+    out = run_sim(strict, &status, &errs);
+    g_assert_false(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, ":2: "));
+    g_free(out);
+    g_free(errs);
+
+    out = run_sim(lenient, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, "skipped 1 malformed lines"));
+    g_assert_nonnull(strstr(errs, "--fill 0.5"));
+    g_assert_nonnull(strstr(errs, "steady state"));
+    /* the fill wrote thousands of pages; the statistics hold the trace's two requests */
+    g_assert_nonnull(strstr(out, "\"read_cmds\" : 1,"));
+    g_assert_nonnull(strstr(out, "\"write_cmds\" : 1,"));
+    g_assert_nonnull(strstr(out, "\"write_pages\" : 1\n"));
+    g_free(out);
+    g_free(errs);
+
+    out = run_sim(table, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(out, "1 malformed lines skipped"));
+    g_free(out);
+    g_free(errs);
+    g_unlink(p);
+    g_free(p);
 }
 
 static void count_real(const char *name, const char *format, uint64_t expect)
@@ -168,7 +417,15 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/trace/mqsim", test_mqsim);
     g_test_add_func("/trace/cpcsv", test_cpcsv);
+    g_test_add_func("/trace/msr", test_msr);
+    g_test_add_func("/trace/spc", test_spc);
+    g_test_add_func("/trace/fiu", test_fiu);
+    g_test_add_func("/trace/blkparse", test_blkparse);
+    g_test_add_func("/trace/fio", test_fio);
     g_test_add_func("/trace/malformed", test_malformed);
+    g_test_add_func("/trace/skip-bad", test_skip_bad);
+    g_test_add_func("/trace/sim/samples", test_sim_samples);
+    g_test_add_func("/trace/sim/options", test_sim_options);
     g_test_add_func("/trace/real/mqsim", test_real_mqsim);
     g_test_add_func("/trace/real/cpcsv", test_real_cpcsv);
     return g_test_run();

@@ -1,0 +1,72 @@
+/* precondition.c - --fill (rule in precondition.h). */
+#include "precondition.h"
+
+#define SEQ_CHUNK (128 * 1024)
+#define CHECK_EVERY 1024        /* random writes between looks at the erase counts */
+#define CAP_FACTOR 10           /* random writes at most this many times the physical pages */
+#define SEED 0x5eed
+
+static bool submit(NhEngine *eng, NhOp op, uint64_t off, uint64_t len, uint64_t *now,
+                   GError **errp)
+{
+    NhRequest req = { .op = op, .offset = off, .length = len };
+    uint64_t done;
+
+    if (!nh_engine_submit(eng, &req, *now, &done, errp)) {
+        return false;
+    }
+    *now = done;
+    return true;
+}
+
+static double erase_mean(const NhEngine *eng)
+{
+    NhWear w;
+    nh_engine_wear(eng, &w);
+    return w.erase_mean;
+}
+
+bool nh_precondition(NhEngine *eng, uint64_t capacity, double fraction, NhFillReport *rep,
+                     GError **errp)
+{
+    const NhConfig *c = nh_engine_config(eng);
+    uint32_t ps = c->page_size;
+    uint64_t region = (uint64_t)(capacity * fraction) / ps * ps;
+    uint64_t physical = (uint64_t)c->channels * c->ways * c->dies * c->planes * c->blocks *
+                        c->pages;
+    uint64_t now = 0, pages = region / ps;
+    double start;
+    GRand *rnd;
+
+    *rep = (NhFillReport){ 0 };
+    if (!pages) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE,
+                    "--fill: %g of the space is less than one page", fraction);
+        return false;
+    }
+    for (uint64_t off = 0; off < region; off += SEQ_CHUNK) {
+        if (!submit(eng, NH_OP_WRITE, off, MIN(SEQ_CHUNK, region - off), &now, errp)) {
+            return false;
+        }
+        rep->seq_writes++;
+    }
+    rnd = g_rand_new_with_seed(SEED);
+    start = erase_mean(eng);
+    while (rep->rand_writes < CAP_FACTOR * physical) {
+        /* two draws: g_rand_int_range covers only 32 bits */
+        uint64_t page = (((uint64_t)g_rand_int(rnd) << 32) | g_rand_int(rnd)) % pages;
+        if (!submit(eng, NH_OP_WRITE, page * ps, ps, &now, errp)) {
+            g_rand_free(rnd);
+            return false;
+        }
+        if (++rep->rand_writes % CHECK_EVERY == 0 && erase_mean(eng) - start >= 1.0) {
+            rep->steady = true;
+            break;
+        }
+    }
+    g_rand_free(rnd);
+    rep->erases_per_block = erase_mean(eng) - start;
+    rep->end_ns = now;
+    nh_engine_stats_reset(eng);
+    return true;
+}
