@@ -136,7 +136,7 @@ def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
            "-nodefaults", "-display", "none", "-no-reboot",
            "-smp", str(opts.smp), "-m", opts.mem,
            "-serial", console,
-           "-kernel", os.path.join(guest, "vmlinuz"),
+           "-kernel", os.path.join(guest, "vmlinux"),
            "-initrd", os.path.join(guest, "initrd.img"),
            "-append", append,
            # snapshot=on: every boot starts from the pristine image, and
