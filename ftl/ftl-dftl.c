@@ -39,7 +39,7 @@ enum { KIND_DATA, KIND_TRANS };
 typedef struct Entry {
     uint32_t lpn;
     uint32_t prev, next;    /* LRU list, MRU at head */
-    uint32_t tprev, tnext;  /* cached entries of the same translation page */
+    uint32_t tprev, tnext;  /* dirty entries of the same translation page, while dirty */
     bool     dirty;
 } Entry;
 
@@ -51,8 +51,8 @@ typedef struct Dftl {
     uint32_t   epp;         /* entries per translation page */
     uint32_t   ntp;         /* translation pages */
     uint32_t  *gtd;         /* [ntp] ppn + 1 of each translation page, 0 never written */
-    uint32_t  *thead;       /* [ntp] first cached entry of the page */
-    uint32_t  *tdirty;      /* [ntp] dirty cached entries of the page */
+    uint32_t  *dhead;       /* [ntp] first dirty cached entry of the page: cleaning a page
+                             * after its write-back touches only its dirty entries */
     uint32_t  *stamp;       /* [ntp] batch number that last queued the page for an update */
     uint32_t  *batch;       /* [pages] translation pages queued by one GC step */
     uint32_t   nbatch, batch_no;
@@ -138,36 +138,20 @@ static void lru_push_head(Dftl *f, uint32_t i)
     f->lru_head = i;
 }
 
-static void tp_link(Dftl *f, uint32_t i)
-{
-    uint32_t tv = f->e[i].lpn / f->epp;
-    f->e[i].tprev = NH_NONE;
-    f->e[i].tnext = f->thead[tv];
-    if (f->thead[tv] != NH_NONE) {
-        f->e[f->thead[tv]].tprev = i;
-    }
-    f->thead[tv] = i;
-}
-
-static void tp_unlink(Dftl *f, uint32_t i)
-{
-    Entry *x = &f->e[i];
-    if (x->tprev != NH_NONE) {
-        f->e[x->tprev].tnext = x->tnext;
-    } else {
-        f->thead[x->lpn / f->epp] = x->tnext;
-    }
-    if (x->tnext != NH_NONE) {
-        f->e[x->tnext].tprev = x->tprev;
-    }
-}
-
 static void set_dirty(Dftl *f, uint32_t i)
 {
-    if (!f->e[i].dirty) {
-        f->e[i].dirty = true;
-        f->tdirty[f->e[i].lpn / f->epp]++;
+    uint32_t tv = f->e[i].lpn / f->epp;
+
+    if (f->e[i].dirty) {
+        return;
     }
+    f->e[i].dirty = true;
+    f->e[i].tprev = NH_NONE;
+    f->e[i].tnext = f->dhead[tv];
+    if (f->dhead[tv] != NH_NONE) {
+        f->e[f->dhead[tv]].tprev = i;
+    }
+    f->dhead[tv] = i;
 }
 
 /* ------------------------------------------------------------------ translation pages */
@@ -193,12 +177,10 @@ static uint64_t write_tpage(Dftl *f, uint32_t tv, uint32_t pu, uint64_t start)
     f->b.st->ftl_translation_page_writes++;
     f->gtd[tv] = ppn + 1;
     nh_blocks_map(&f->b, tv, ppn);
-    if (f->tdirty[tv]) {
-        for (uint32_t i = f->thead[tv]; i != NH_NONE; i = f->e[i].tnext) {
-            f->e[i].dirty = false;
-        }
-        f->tdirty[tv] = 0;
+    for (uint32_t i = f->dhead[tv]; i != NH_NONE; i = f->e[i].tnext) {
+        f->e[i].dirty = false;
     }
+    f->dhead[tv] = NH_NONE;
     return t;
 }
 
@@ -220,11 +202,10 @@ static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
     f->b.st->ftl_cmt_misses++;
     if (f->count == f->cap) {
         i = f->lru_tail;
-        if (f->e[i].dirty) {
+        if (f->e[i].dirty) {    /* the write-back cleans it, and so unlinks it */
             t = write_tpage(f, f->e[i].lpn / f->epp, NH_NONE, t);
         }
         lru_unlink(f, i);
-        tp_unlink(f, i);
         hash_remove(f, f->e[i].lpn);
     } else {
         i = f->count++;
@@ -235,7 +216,6 @@ static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
     }
     f->e[i] = (Entry){ .lpn = lpn };
     hash_insert(f, i);
-    tp_link(f, i);
     lru_push_head(f, i);
     *idx = i;
     return t;
@@ -421,8 +401,7 @@ static void dftl_destroy(void *opaque)
     nh_lazy_free(f->hash, (size_t)f->hmask + 1, sizeof(uint32_t));
     g_free(f->touched);
     g_free(f->gtd);
-    g_free(f->thead);
-    g_free(f->tdirty);
+    g_free(f->dhead);
     g_free(f->stamp);
     g_free(f->batch);
     g_free(f);
@@ -487,9 +466,8 @@ static void *dftl_create(const NhFtlEnv *env, GError **errp)
         return NULL;
     }
     f->gtd = g_new0(uint32_t, f->ntp);
-    f->thead = g_new(uint32_t, f->ntp);
-    memset(f->thead, 0xff, sizeof(uint32_t) * f->ntp);
-    f->tdirty = g_new0(uint32_t, f->ntp);
+    f->dhead = g_new(uint32_t, f->ntp);
+    memset(f->dhead, 0xff, sizeof(uint32_t) * f->ntp);
     f->stamp = g_new0(uint32_t, f->ntp);
     f->batch = g_new(uint32_t, MAX(f->b.pages, 1));
     f->lru_head = f->lru_tail = NH_NONE;
@@ -548,7 +526,6 @@ static bool dftl_load(void *opaque, const guint8 *data, size_t len, GError **err
         i = f->count++;
         f->e[i] = (Entry){ .lpn = lpn };
         hash_insert(f, i);
-        tp_link(f, i);
         /* saved MRU first: appending at the tail keeps the order */
         f->e[i].prev = f->lru_tail;
         f->e[i].next = NH_NONE;
@@ -573,10 +550,11 @@ static bool dftl_load(void *opaque, const guint8 *data, size_t len, GError **err
 
 static char *check_cmt(Dftl *f)
 {
-    uint32_t n = 0, *dirty = g_new0(uint32_t, f->ntp), *cached = g_new0(uint32_t, f->ntp);
+    uint32_t n = 0, ndirty = 0, listed = 0;
     char *err = NULL;
 
     for (uint32_t i = f->lru_head; i != NH_NONE && !err; i = f->e[i].next) {
+        ndirty += f->e[i].dirty;
         if (++n > f->count) {
             err = g_strdup("CMT LRU list longer than the CMT");
         } else if (cmt_find(f, f->e[i].lpn) != i) {
@@ -590,25 +568,15 @@ static char *check_cmt(Dftl *f)
                               f->cap);
     }
     for (uint32_t tv = 0; tv < f->ntp && !err; tv++) {
-        for (uint32_t i = f->thead[tv]; i != NH_NONE && !err; i = f->e[i].tnext) {
-            if (f->e[i].lpn / f->epp != tv) {
-                err = g_strdup_printf("CMT entry for lpn %u listed under translation page %u",
-                                      f->e[i].lpn, tv);
+        for (uint32_t i = f->dhead[tv]; i != NH_NONE && !err; i = f->e[i].tnext) {
+            if (++listed > ndirty || !f->e[i].dirty || f->e[i].lpn / f->epp != tv) {
+                err = g_strdup_printf("CMT entry for lpn %u wrongly on the dirty list of "
+                                      "translation page %u", f->e[i].lpn, tv);
             }
-            cached[tv]++;
-            dirty[tv] += f->e[i].dirty;
-        }
-        if (!err && dirty[tv] != f->tdirty[tv]) {
-            err = g_strdup_printf("translation page %u: %u dirty entries counted, %u cached",
-                                  tv, f->tdirty[tv], dirty[tv]);
         }
     }
-    for (uint32_t tv = 0, total = 0; tv < f->ntp && !err; tv++) {
-        total += cached[tv];
-        if (tv == f->ntp - 1 && total != f->count) {
-            err = g_strdup_printf("%u entries on translation-page lists, %u cached", total,
-                                  f->count);
-        }
+    if (!err && listed != ndirty) {
+        err = g_strdup_printf("%u dirty CMT entries, %u on dirty lists", ndirty, listed);
     }
     /* a mapping that is not dirty in the CMT must be on flash */
     for (uint64_t lpn = 0; lpn < f->env.lpages && !err; lpn++) {
@@ -622,8 +590,6 @@ static char *check_cmt(Dftl *f)
                                   "and its translation page %u was never written", lpn, tv);
         }
     }
-    g_free(dirty);
-    g_free(cached);
     return err;
 }
 
