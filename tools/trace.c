@@ -30,6 +30,19 @@ static bool to_u64(const char *s, int base, uint64_t *v)
     if (!*s || *s == '-') {
         return false;
     }
+    if (base == 10) {
+        /* the replay's hot path: strtoull's locale and errno handling cost a third of it */
+        uint64_t x = 0;
+        for (; *s; s++) {
+            unsigned d = (unsigned)(*s - '0');
+            if (d > 9 || x > (UINT64_MAX - d) / 10) {
+                return false;
+            }
+            x = x * 10 + d;
+        }
+        *v = x;
+        return true;
+    }
     errno = 0;
     *v = strtoull(s, &end, base);
     return !errno && *end == '\0';
@@ -474,6 +487,8 @@ NhTrace *nh_trace_open(const char *path, const char *format, GError **errp)
         g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: %s", path, g_strerror(errno));
         return NULL;
     }
+    /* large reads: traces are big and read front to back */
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
     t = g_new0(NhTrace, 1);
     t->f = f;
     t->path = g_strdup(path);
