@@ -2,7 +2,6 @@
 One boot serves all three tests: the script records everything into the
 share, and each test asserts its part."""
 import hashlib
-import os
 
 import pytest
 

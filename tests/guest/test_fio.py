@@ -1,7 +1,6 @@
 """fio write+verify: mixed block sizes at queue depths 1, 4 and 32, each job
 on its own 32 MiB region, one after the other (stonewall) so each depth is
 really reached.  fio checks every block's crc32c on read-back."""
-import pytest
 
 from conftest import check, delta, load_json, stats, vm
 
