@@ -2,8 +2,6 @@
 overwrite it at random with crc32c verification.  The flash must have
 collected (erases, GC copies, WAF above 1), the counters must add up
 (every program is a host page or a copy), and fio must find no bad data."""
-import pytest
-
 from conftest import check, delta, load_json, stats, vm
 
 SIZE = 256 << 20
@@ -40,7 +38,8 @@ snap 1
 """
 
 
-@pytest.mark.slow
+# About 95 s on 2 cores, under the two minutes that would make it "slow":
+# it stays in the default run, since nothing else there makes GC happen.
 def test_gc_under_random_overwrite_with_verify(share):
     (share / "job.fio").write_text(JOB)
     status, out = vm(SCRIPT, share=share, size=SIZE, timeout=900)
