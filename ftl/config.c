@@ -7,6 +7,7 @@
  */
 #include "config.h"
 #include "ftl.h"
+#include "../buffers/buffer.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +18,9 @@ G_DEFINE_QUARK(nh-error-quark, nh_error)
 static const char *const cell_names[] = { "slc", "mlc", "tlc", "qlc", "znand", NULL };
 static const char *const gc_names[] = { "greedy", "cost-benefit", NULL };
 static const char *const latency_names[] = { "model", "zero", NULL };
+static const char *const buf_media_names[] = { "dram", "sttmram", "custom", NULL };
+static const char *const buf_volatile_names[] = { "auto", "on", "off", NULL };
+static const char *const lbuf_mode_names[] = { "host", "device", NULL };
 
 #define F(field) offsetof(NhConfig, field), sizeof(((NhConfig *)0)->field)
 #define MS 1000000ull
@@ -73,6 +77,34 @@ const NhConfigKey nh_config_keys[] = {
     { "cmt-size", NH_KEY_SIZE, F(cmt_size), "4M", 8, 1ull << 30, NULL, false,
       "dftl: cached mapping table in bytes, 8 per entry (lpn and ppn), a multiple of 8; "
       "K/M/G suffixes" },
+    { "buffer", NH_KEY_STRING, F(buffer), "none", 0, 0, nh_buf_names, false,
+      "write-buffer policy: none, lru, bplru, fab, clc, ref, bpac, cbm, lbuf (docs/buffers.md)" },
+    { "buffer-size", NH_KEY_SIZE, F(buffer_size), "32M", 1ull << 16, 1ull << 40, NULL, false,
+      "write buffer in bytes, at least one flash block; K/M/G suffixes" },
+    { "buffer-media", NH_KEY_ENUM, F(buffer_media), "dram", 0, 0, buf_media_names, false,
+      "write-buffer memory: dram (15 ns), sttmram (32 ns read, 40 ns write) or custom "
+      "(t-buf-read and t-buf-write)" },
+    { "t-buf-read", NH_KEY_TIME, F(t_buf_read), "auto", 1, MS, NULL, true,
+      "write-buffer read time per page, only with buffer-media=custom" },
+    { "t-buf-write", NH_KEY_TIME, F(t_buf_write), "auto", 1, MS, NULL, true,
+      "write-buffer write time per page, only with buffer-media=custom" },
+    { "buffer-volatile", NH_KEY_ENUM, F(buffer_volatile), "auto", 0, 0, buf_volatile_names,
+      false, "on: flush and FUA drain the buffer (volatile write cache); off: it is durable "
+      "(capacitor-backed); auto: on for dram and custom, off for sttmram" },
+    { "cache-size", NH_KEY_SIZE, F(cache_size), "0", 0, 1ull << 40, NULL, false,
+      "read cache (DRAM LRU of clean pages) in bytes; 0 = none. cbm merges its pages on flush" },
+    { "clc-upper", NH_KEY_UINT, F(clc_upper), "10", 1, 99, NULL, false,
+      "clc: percent of the buffer for the upper (LRU) list; the rest is size ordered" },
+    { "ref-window", NH_KEY_UINT, F(ref_window), "75", 1, 100, NULL, false,
+      "ref: percent of the buffered blocks, from the LRU end, a victim may come from" },
+    { "ref-victims", NH_KEY_UINT, F(ref_victims), "3", 1, 64, NULL, false,
+      "ref: recently evicted blocks remembered as preferred victims" },
+    { "lbuf-instances", NH_KEY_UINT, F(lbuf_instances), "3", 2, 9, NULL, false,
+      "lbuf: meta-simulation instances, alphas spread evenly over [-1, 1]" },
+    { "lbuf-session", NH_KEY_UINT, F(lbuf_session), "4096", 16, 1u << 30, NULL, false,
+      "lbuf: write requests per tuning session" },
+    { "lbuf-mode", NH_KEY_ENUM, F(lbuf_mode), "device", 0, 0, lbuf_mode_names, false,
+      "lbuf: meta-simulation form, host (full) or device (memory-reduced)" },
     { "latency", NH_KEY_ENUM, F(latency), "model", 0, 0, latency_names, false,
       "model: complete at the modeled time; zero: model and count, but complete at once" },
 };
@@ -371,6 +403,9 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
     if (cfg->gc_low >= cfg->gc_high) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "gc-low: must be below gc-high (%u), got %u",
                     cfg->gc_high, cfg->gc_low);
+        return false;
+    }
+    if (!nh_buf_config_check(cfg, errp)) {
         return false;
     }
     if (!nh_ftl_find(cfg->ftl)) {

@@ -21,6 +21,9 @@
 typedef enum NhCell { NH_CELL_SLC, NH_CELL_MLC, NH_CELL_TLC, NH_CELL_QLC, NH_CELL_ZNAND } NhCell;
 typedef enum NhGcPolicy { NH_GC_GREEDY, NH_GC_COST_BENEFIT } NhGcPolicy;
 typedef enum NhLatencyMode { NH_LATENCY_MODEL, NH_LATENCY_ZERO } NhLatencyMode;
+typedef enum NhBufMedia { NH_BUF_DRAM, NH_BUF_STTMRAM, NH_BUF_CUSTOM } NhBufMedia;
+typedef enum NhBufVolatile { NH_BUF_VOLATILE_AUTO, NH_BUF_VOLATILE_ON, NH_BUF_VOLATILE_OFF } NhBufVolatile;
+typedef enum NhLbufMode { NH_LBUF_HOST, NH_LBUF_DEVICE } NhLbufMode;
 
 typedef struct NhConfig {
     /* NAND geometry */
@@ -51,6 +54,20 @@ typedef struct NhConfig {
     uint32_t sast_n;        /* sast: logical blocks per set */
     uint32_t sast_k;        /* sast: log blocks per set at most */
     uint64_t cmt_size;      /* dftl: cached mapping table, bytes (8 per entry) */
+    /* write buffer and read cache (buffers/, docs/buffers.md) */
+    char     buffer[16];    /* write-buffer policy; "none" = writes go straight to the FTL */
+    uint64_t buffer_size;   /* bytes */
+    NhBufMedia buffer_media;
+    uint64_t t_buf_read;    /* ns per page; 0 = the media preset (custom needs both set) */
+    uint64_t t_buf_write;
+    NhBufVolatile buffer_volatile;  /* auto: volatile for dram and custom, durable for sttmram */
+    uint64_t cache_size;    /* read cache (DRAM LRU), bytes; 0 = none */
+    uint32_t clc_upper;     /* clc: percent of the buffer for the upper (LRU) list */
+    uint32_t ref_window;    /* ref: percent of the buffered blocks, from the LRU end, eligible */
+    uint32_t ref_victims;   /* ref: recently evicted blocks remembered */
+    uint32_t lbuf_instances;    /* lbuf: meta-simulation instances (alphas over [-1, 1]) */
+    uint32_t lbuf_session;  /* lbuf: write requests per tuning session */
+    NhLbufMode lbuf_mode;   /* lbuf: host (full) or device (memory-reduced) meta-simulation */
     /* front-end behaviour */
     NhLatencyMode latency;
 } NhConfig;

@@ -9,6 +9,7 @@
 #include "ftl.h"
 #include "nand.h"
 #include "stats.h"
+#include "../buffers/buffer.h"
 
 struct NhEngine {
     NhConfig        cfg;            /* blocks resolved */
@@ -19,6 +20,7 @@ struct NhEngine {
     NhNand         *nand;
     const NhFtlOps *ops;
     void           *ftl;
+    NhBuf          *buf;            /* write buffer and read cache; NULL = neither */
     uint64_t        last_now;
     uint64_t        priority_until; /* completion of the latest priority request */
 };

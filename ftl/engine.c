@@ -102,6 +102,53 @@ static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages,
     return true;
 }
 
+/* The write buffer's view of what lies below it: the FTL, on the NAND timelines. */
+static uint64_t sink_write(void *ctx, const NhFtlWrite *w, uint64_t now)
+{
+    NhEngine *eng = ctx;
+    return eng->ops->write(eng->ftl, w, now);
+}
+
+static uint64_t sink_read(void *ctx, uint64_t lpn, uint64_t npages, uint64_t now)
+{
+    NhEngine *eng = ctx;
+    return eng->ops->read(eng->ftl, lpn, npages, now);
+}
+
+static bool sink_is_mapped(void *ctx, uint64_t lpn)
+{
+    NhEngine *eng = ctx;
+    return lpn < eng->lpages && eng->ops->is_mapped(eng->ftl, lpn);
+}
+
+static bool sink_in_log(void *ctx, uint64_t lbn)
+{
+    NhEngine *eng = ctx;
+    return eng->ops->in_log && eng->ops->in_log(eng->ftl, lbn);
+}
+
+static void create_buffer(NhEngine *eng)
+{
+    const NhGeometry *g = &eng->nand->g;
+    uint64_t data_blocks = (eng->lpages + g->pages - 1) / g->pages;
+    NhBufEnv env = {
+        .cfg = &eng->cfg,
+        .stats = &eng->stats,
+        .sink = { eng, sink_write, sink_read, sink_is_mapped, sink_in_log, NULL },
+        .lpages = eng->lpages,
+        /* log-blocks=auto is every spare block but one (docs/ftl-hybrid.md) */
+        .log_blocks = eng->cfg.log_blocks ? eng->cfg.log_blocks
+                      : (uint32_t)MAX(g->nblocks - data_blocks, 2) - 1,
+        .t_read = eng->nand->t.t_read,
+        .t_prog = eng->nand->t.t_prog,
+        .t_erase = eng->nand->t.t_erase,
+    };
+
+    if (strcmp(eng->cfg.buffer, "none") || eng->cfg.cache_size) {
+        eng->buf = nh_buf_new(&env);
+    }
+}
+
 NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
 {
     NhEngine *eng;
@@ -127,12 +174,14 @@ NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
         nh_engine_free(eng);
         return NULL;
     }
+    create_buffer(eng);
     return eng;
 }
 
 void nh_engine_free(NhEngine *eng)
 {
     if (eng) {
+        nh_buf_free(eng->buf);
         if (eng->ftl) {
             eng->ops->destroy(eng->ftl);
         }
@@ -167,8 +216,9 @@ static bool check_range(const NhEngine *eng, const NhRequest *req, GError **errp
     return true;
 }
 
-/* Write the pages of [offset, offset+length), which the caller has checked. */
-static uint64_t do_write(NhEngine *eng, const NhRequest *req, uint64_t now)
+/* Write the pages of [offset, offset+length), which the caller has checked, through the write
+ * buffer if there is one and @buffered. */
+static uint64_t do_write(NhEngine *eng, const NhRequest *req, uint64_t now, bool buffered)
 {
     uint32_t ps = eng->cfg.page_size;
     uint64_t end = req->offset + req->length;
@@ -181,6 +231,9 @@ static uint64_t do_write(NhEngine *eng, const NhRequest *req, uint64_t now)
         .flags = req->flags,
         .stream = req->stream,
     };
+    if (buffered && eng->buf) {
+        return nh_buf_write(eng->buf, &w, req->offset, req->length, now);
+    }
     return eng->ops->write(eng->ftl, &w, now);
 }
 
@@ -211,15 +264,17 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
     eng->ops->background(eng->ftl, now, defer);
 
     switch (req->op) {
-    case NH_OP_READ:
-        t = eng->ops->read(eng->ftl, req->offset / ps,
-                           (req->offset + req->length - 1) / ps - req->offset / ps + 1, now);
+    case NH_OP_READ: {
+        uint64_t lpn = req->offset / ps, n = (req->offset + req->length - 1) / ps - lpn + 1;
+        t = eng->buf ? nh_buf_read(eng->buf, lpn, n, req->offset, req->length, now)
+                     : eng->ops->read(eng->ftl, lpn, n, now);
         eng->stats.host_read_cmds++;
         eng->stats.host_read_bytes += req->length;
         nh_hist_add(&eng->stats.lat_read, t - now);
         break;
+    }
     case NH_OP_WRITE:
-        t = do_write(eng, req, now);
+        t = do_write(eng, req, now, true);
         eng->stats.host_write_cmds++;
         eng->stats.host_write_bytes += req->length;
         eng->stats.host_write_pages += (req->offset + req->length - 1) / ps - req->offset / ps + 1;
@@ -231,6 +286,9 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
         uint64_t first = (req->offset + ps - 1) / ps;
         uint64_t last = end == eng->capacity ? eng->lpages : end / ps;
         if (last > first) {
+            if (eng->buf) {
+                nh_buf_trim(eng->buf, first, last - first);
+            }
             t = eng->ops->trim(eng->ftl, first, last - first, now);
         }
         eng->stats.host_trim_cmds++;
@@ -239,6 +297,10 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
     }
     case NH_OP_FLUSH:
         t = eng->ops->flush(eng->ftl, now);
+        if (eng->buf) {
+            uint64_t tb = nh_buf_flush(eng->buf, now);
+            t = MAX(t, tb);
+        }
         eng->stats.host_flush_cmds++;
         break;
     }
@@ -254,7 +316,13 @@ bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset)
     if (offset >= eng->capacity) {
         return false;
     }
-    return eng->ops->is_mapped(eng->ftl, offset / eng->cfg.page_size);
+    return (eng->buf && nh_buf_holds_dirty(eng->buf, offset / eng->cfg.page_size)) ||
+           eng->ops->is_mapped(eng->ftl, offset / eng->cfg.page_size);
+}
+
+bool nh_engine_volatile_write_cache(const NhEngine *eng)
+{
+    return eng->buf && nh_buf_is_volatile(eng->buf);
 }
 
 char *nh_engine_stats_json(const NhEngine *eng, bool pretty)
@@ -266,6 +334,9 @@ char *nh_engine_stats_json(const NhEngine *eng, bool pretty)
 void nh_engine_stats_reset(NhEngine *eng)
 {
     memset(&eng->stats, 0, sizeof(eng->stats));
+    if (eng->buf) {
+        nh_buf_stats_restore(eng->buf);
+    }
 }
 
 void nh_engine_wear(const NhEngine *eng, NhWear *wear)
@@ -291,7 +362,7 @@ void nh_engine_mark_written(NhEngine *eng, uint64_t offset, uint64_t length)
     bus = g_memdup2(eng->nand->bus_free, sizeof(uint64_t) * g->channels);
     req.offset -= req.offset % eng->cfg.page_size;
     req.length += offset - req.offset;
-    do_write(eng, &req, eng->last_now);
+    do_write(eng, &req, eng->last_now, false);
     memcpy(&eng->stats, saved, sizeof(eng->stats));
     memcpy(eng->nand->die_free, die, sizeof(uint64_t) * g->ndies);
     memcpy(eng->nand->bus_free, bus, sizeof(uint64_t) * g->channels);
@@ -314,6 +385,12 @@ bool nh_engine_check(const NhEngine *eng, GError **errp)
     err = eng->ops->check(eng->ftl);
     if (err) {
         g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "%s FTL: %s", eng->ops->name, err);
+        g_free(err);
+        return false;
+    }
+    err = eng->buf ? nh_buf_check(eng->buf) : NULL;
+    if (err) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "%s buffer: %s", eng->cfg.buffer, err);
         g_free(err);
         return false;
     }

@@ -64,6 +64,12 @@ uint64_t nh_engine_logical_capacity(const NhEngine *eng);
 bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
                       GError **errp);
 
+/*
+ * Does the device have a volatile write cache (a write buffer with buffer-volatile in force)?
+ * Then Flush and FUA writes drain it, and Identify should report VWC.  Fixed at creation.
+ */
+bool nh_engine_volatile_write_cache(const NhEngine *eng);
+
 /* Is the logical page holding byte @offset mapped (written and not trimmed)? */
 bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset);
 

@@ -59,4 +59,5 @@ const NhFtlOps nh_ftl_fast_ops = {
     .load = hy_load,
     .check = hy_check,
     .spare_blocks = hy_spare_blocks,
+    .in_log = hy_in_log,
 };

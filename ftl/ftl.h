@@ -59,6 +59,9 @@ typedef struct NhFtlOps {
     /* blocks per plane the FTL needs beyond those holding the logical space (its frontiers,
      * GC reserve, own metadata); NULL means 4.  The engine sizes blocks=auto with it. */
     uint32_t (*spare_blocks)(const NhConfig *cfg, uint64_t lpages, uint32_t npu);
+    /* does logical block @lbn (lpn / pages) have valid pages in log blocks?  For the ref write
+     * buffer (buffers/ref.c); NULL = the FTL has no log blocks (answer: no) */
+    bool (*in_log)(void *ftl, uint64_t lbn);
 } NhFtlOps;
 
 /* NULL-terminated names of the registered FTLs (the choices of the `ftl` key). */

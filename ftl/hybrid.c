@@ -401,6 +401,21 @@ bool hy_is_mapped(void *opaque, uint64_t lpn)
     return h->l2p[lpn] != 0;
 }
 
+/* A walk over the block's pages: the ref buffer asks about a few blocks per eviction. */
+bool hy_in_log(void *opaque, uint64_t lbn)
+{
+    HyFtl *h = opaque;
+    uint64_t base = lbn * h->pages;
+
+    for (uint32_t o = 0; o < h->pages && base + o < h->env.lpages; o++) {
+        uint32_t ppn1 = h->l2p[base + o];
+        if (ppn1 && h->blk[(ppn1 - 1) / h->pages].state == HY_LOG) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* ------------------------------------------------------------------ creation */
 
 /* The log-block pool and the free block a merge needs, spread over the planes; at least the

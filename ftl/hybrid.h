@@ -113,6 +113,7 @@ uint64_t hy_trim(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);
 uint64_t hy_flush(void *ftl, uint64_t now);
 void hy_background(void *ftl, uint64_t now, bool defer);
 bool hy_is_mapped(void *ftl, uint64_t lpn);
+bool hy_in_log(void *ftl, uint64_t lbn);
 void hy_save(void *ftl, GByteArray *out);
 bool hy_load(void *ftl, const guint8 *data, size_t len, GError **errp);
 char *hy_check(void *ftl);

@@ -51,6 +51,22 @@ typedef struct NhStats {
     uint64_t ftl_cmt_misses;            /* ftl.cmt.misses */
     uint64_t ftl_translation_page_reads;  /* ftl.translation_page_reads */
     uint64_t ftl_translation_page_writes; /* ftl.translation_page_writes */
+    /* write buffer and read cache (buffers/); all pages are flash pages */
+    uint64_t buf_write_hits;            /* buffer.write_hits: pages written that were dirty */
+    uint64_t buf_read_hits;             /* buffer.read_hits: pages read from the write buffer */
+    uint64_t buf_evictions;             /* buffer.evictions: victims destaged to make room */
+    uint64_t buf_destage_pages;         /* buffer.destage_pages: pages the buffer wrote to the FTL */
+    uint64_t buf_padding_reads;         /* buffer.padding_reads */
+    uint64_t buf_merge_on_flush_pages;  /* buffer.merge_on_flush_pages */
+    uint64_t buf_metadata_bytes;        /* buffer.metadata_bytes: peak, buffer and cache */
+    uint64_t cache_read_hits;           /* cache.read_hits */
+    uint64_t cache_read_misses;         /* cache.read_misses */
+    uint64_t lbuf_sessions;             /* buffer.lbuf.sessions */
+    uint64_t lbuf_alpha_sessions[9];    /* buffer.lbuf.alpha_sessions: sessions per instance */
+    uint64_t lbuf_alpha_milli;          /* buffer.lbuf.alpha: (alpha in force + 1) * 1000 */
+    uint64_t lbuf_lambda_milli;         /* buffer.lbuf.lambda: lambda in force * 1000 */
+    uint64_t lbuf_sim_bytes;            /* buffer.lbuf.sim_bytes: peak meta-simulation memory */
+    NhHist   buf_destage_len;           /* buffer.destage_length: pages per destage */
     NhHist   lat_read;                  /* latency_ns.read */
     NhHist   lat_write;                 /* latency_ns.write */
 } NhStats;
