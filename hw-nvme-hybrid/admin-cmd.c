@@ -556,6 +556,11 @@ uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req)
     case NVME_ADM_CMD_SET_FEATURES: return nhc_admin_set_features(n, req);
     case NVME_ADM_CMD_GET_FEATURES: return nhc_admin_get_features(n, req);
     case NVME_ADM_CMD_ASYNC_EV_REQ: return nhc_admin_async_event_request(n, req);
+    case NHC_ADM_BA_PIN:            return nhc_admin_ba_pin(n, req);
+    case NHC_ADM_BA_GET_ENTRY_INFO: return nhc_admin_ba_get_entry_info(n, req);
+    case NHC_ADM_BA_SYNC:           return nhc_admin_ba_sync(n, req);
+    case NHC_ADM_BA_READ_DMA:       return nhc_admin_ba_read_dma(n, req);
+    case NHC_ADM_BA_FLUSH:          return nhc_admin_ba_flush(n, req);
     default:
         return NHC_STATUS(NVME_INVALID_OPCODE);
     }

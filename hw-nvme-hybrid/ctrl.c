@@ -555,6 +555,7 @@ static uint32_t nhc_read_reg32(NhcCtrl *n, hwaddr off)
     case NVME_REG_ASQ + 4:  return n->asq >> 32;
     case NVME_REG_ACQ:      return n->acq;
     case NVME_REG_ACQ + 4:  return n->acq >> 32;
+    case NVME_REG_PMRCAP ... NVME_REG_PMRMSCU: return nhc_ba_read_reg(n, off);
     default:                return 0;   /* reserved, optional features, doorbells */
     }
 }
@@ -588,6 +589,7 @@ static void nhc_write_reg32(NhcCtrl *n, hwaddr off, uint32_t val)
     case NVME_REG_ASQ + 4:  n->asq = (n->asq & 0xffffffffull) | ((uint64_t)val << 32); break;
     case NVME_REG_ACQ:      n->acq = (n->acq & ~0xffffffffull) | (val & ~0xfffu); break;
     case NVME_REG_ACQ + 4:  n->acq = (n->acq & 0xffffffffull) | ((uint64_t)val << 32); break;
+    case NVME_REG_PMRCTL:   nhc_ba_write_pmrctl(n, val); break;
     default:
         qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: write to read-only or reserved register "
                       "0x%" HWADDR_PRIx " ignored\n", off);
@@ -646,6 +648,7 @@ static void nhc_init_regs(NhcCtrl *n)
     n->vs = 0x00010400;                     /* NVMe 1.4 */
     n->cc = n->csts = n->aqa = n->intms = 0;
     n->asq = n->acq = 0;
+    nhc_ba_init_regs(n);
 }
 
 static bool nhc_check_props(NhcCtrl *n, Error **errp)
@@ -755,18 +758,20 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
     n->cq = g_new0(NhcCQ *, n->num_queues);
     g_queue_init(&n->events);
     nhc_init_regs(n);
-    if (!nhc_init_pci(n, errp)) {
+    if (!nhc_init_pci(n, errp) || !nhc_ba_realize(n, errp)) {
         goto fail;
     }
     nhc_state_open(n, errp);
     if (*errp) {
         goto fail;
     }
+    nhc_ba_report_restore(n);
     n->exit_notifier.notify = nhc_exit_notify;
     qemu_add_exit_notifier(&n->exit_notifier);
     return;
 
 fail:
+    nhc_ba_exit(n);
     msix_uninit(pci, &n->bar0, &n->bar0);
     g_free(n->sq);
     g_free(n->cq);
@@ -781,6 +786,7 @@ static void nhc_exit(PCIDevice *pci)
     nhc_ctrl_reset(n);
     nhc_state_save(n);
     qemu_remove_exit_notifier(&n->exit_notifier);
+    nhc_ba_exit(n);
     msix_uninit(pci, &n->bar0, &n->bar0);
     g_free(n->sq);
     g_free(n->cq);
@@ -852,6 +858,7 @@ static const Property nhc_props[] = {
     DEFINE_PROP_UINT32("lba-size", NhcCtrl, lba_size, 512),
     DEFINE_PROP_UINT32("queues", NhcCtrl, max_ioqpairs, 64),
     DEFINE_PROP_STRING("state-file", NhcCtrl, state_file),
+    NHC_BA_PROPERTIES,
 };
 
 static void nhc_instance_init(Object *obj)
@@ -891,6 +898,7 @@ static void nhc_class_init(ObjectClass *oc, void *data)
         object_class_property_set_description(oc, key->name, key->help);
     }
     object_class_property_add(oc, "stats", "str", nhc_get_stats, NULL, NULL, NULL);
+    nhc_ba_class_init(oc);
     object_class_property_set_description(oc, "stats",
         "engine statistics as one JSON document (see docs/statistics.md)");
 }

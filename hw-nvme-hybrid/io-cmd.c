@@ -229,6 +229,9 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     uint16_t status;
 
     status = nhc_check_range(n, slba, nlb);
+    if (!status && write) {
+        status = nhc_ba_check_write(n, slba, nlb);
+    }
     if (status) {
         return status;
     }
@@ -330,6 +333,9 @@ static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
     uint16_t status;
 
     status = nhc_check_range(n, slba, nlb);
+    if (!status) {
+        status = nhc_ba_check_write(n, slba, nlb);
+    }
     if (status) {
         return status;
     }
@@ -390,6 +396,10 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
     }
     for (uint32_t i = 0; i < nr; i++) {
         status = nhc_check_range(n, le64_to_cpu(ranges[i].slba), le32_to_cpu(ranges[i].nlb));
+        if (!status) {
+            status = nhc_ba_check_write(n, le64_to_cpu(ranges[i].slba),
+                                        le32_to_cpu(ranges[i].nlb));
+        }
         if (status) {
             return status;
         }

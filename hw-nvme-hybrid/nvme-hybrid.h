@@ -8,6 +8,8 @@
  *   admin-cmd.c  admin commands (nhc_admin_*), features, log pages
  *   io-cmd.c     NVM I/O commands (nhc_io_*), PRP data transfer, the block backend
  *   state.c      persistence of engine and SMART state across runs, crash recovery
+ *   bar-pm.c     the BAR1 persistent-memory window: PMR registers, BA_* vendor admin
+ *                commands, power loss (the logic is in bar-pm/ba-manager.c)
  *
  * Every command handler returns an NVMe status (NVME_* from block/nvme.h, with NVME_DNR where
  * retrying cannot help) or NHC_ASYNC when the request completes later through
@@ -39,6 +41,22 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
 #define NHC_VENDOR_LOG      0xc0    /* engine statistics, see docs/vendor-log.md */
 #define NHC_ASYNC           0xffff  /* handler status: completion comes later */
 #define NHC_TEMPERATURE_K   308     /* no thermal model: a constant 35 C */
+
+/* Vendor specific admin opcodes of the BAR1 window (docs/bar-pm.md); the low two bits give
+ * the data direction: 00 none, 10 controller to host. */
+#define NHC_ADM_BA_PIN              0xc0
+#define NHC_ADM_BA_GET_ENTRY_INFO   0xc2
+#define NHC_ADM_BA_SYNC             0xc4
+#define NHC_ADM_BA_READ_DMA         0xc6
+#define NHC_ADM_BA_FLUSH            0xc8
+
+/* Properties of the BAR1 window, in nhc_props. */
+#define NHC_BA_PROPERTIES                                                   \
+    DEFINE_PROP_SIZE("ba-size", NhcCtrl, ba_size, 8 * MiB),                 \
+    DEFINE_PROP_UINT32("ba-entries", NhcCtrl, ba_entries, 8),               \
+    DEFINE_PROP_STRING("ba-file", NhcCtrl, ba_file),                        \
+    DEFINE_PROP_UINT32("ba-cap-uf", NhcCtrl, ba_cap_uf, 810),               \
+    DEFINE_PROP_UINT32("ba-cap-volt", NhcCtrl, ba_cap_volt, 35)
 
 typedef struct NhcCtrl NhcCtrl;
 typedef struct NhcSQ NhcSQ;
@@ -165,6 +183,22 @@ struct NhcCtrl {
     char           *state_path;     /* resolved; NULL when persistence is off */
     bool            state_clean;    /* the file on disk matches the model */
     Notifier        exit_notifier;
+
+    /* BAR1 persistent-memory window (bar-pm.c) */
+    uint64_t        ba_size;        /* properties; ba_size 0 = no window */
+    uint32_t        ba_entries;
+    char           *ba_file;
+    uint32_t        ba_cap_uf, ba_cap_volt;
+    struct NhBa    *ba;             /* NULL when there is no window */
+    uint64_t        ba_dump_ns;     /* modeled time to save the window on power loss */
+    MemoryRegion    ba_bar;
+    MemoryRegion    ba_ram;         /* the window; enabled by PMRCTL.EN */
+    uint32_t        pmrctl;
+    Notifier        ba_exit_notifier;
+    /* Called on an injected power cut (`power-cut` over QMP) just before QEMU stops: whatever
+     * models volatile device state (the write buffer) adds a notifier here and undoes what
+     * that state held (data: the NhcCtrl). */
+    NotifierList    power_cut_notifiers;
 };
 
 /* ctrl.c */
@@ -188,6 +222,21 @@ uint16_t nhc_io_dispatch(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, uint32_t len);
 uint16_t nhc_dma_to_host(NhcCtrl *n, const void *buf, uint32_t len, NvmeCmd *cmd);
 uint16_t nhc_dma_from_host(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd);
+
+/* bar-pm.c */
+bool nhc_ba_realize(NhcCtrl *n, Error **errp);
+void nhc_ba_report_restore(NhcCtrl *n);
+void nhc_ba_exit(NhcCtrl *n);
+void nhc_ba_class_init(ObjectClass *oc);
+void nhc_ba_init_regs(NhcCtrl *n);
+uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off);
+void nhc_ba_write_pmrctl(NhcCtrl *n, uint32_t val);
+uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb);
+uint16_t nhc_admin_ba_pin(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_admin_ba_sync(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_admin_ba_flush(NhcCtrl *n, NhcReq *req);
 
 /* state.c */
 void nhc_state_open(NhcCtrl *n, Error **errp);

@@ -1,0 +1,390 @@
+/* ba-manager.c - BA-buffer manager and recovery manager (contract and file layout in
+ * ba-manager.h, user-facing description in docs/bar-pm.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "ba-manager.h"
+#include "nand.h"
+
+/* The file format is little endian and written by memcpy of these structs. */
+G_STATIC_ASSERT(G_BYTE_ORDER == G_LITTLE_ENDIAN);
+G_STATIC_ASSERT(sizeof(NhBaHeader) == 64);
+G_STATIC_ASSERT(sizeof(NhBaEntry) == 32);
+
+double nh_ba_dump_rate(const NhConfig *cfg)
+{
+    NhTiming slc;
+    double planes = (double)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
+    double nand, bus;
+
+    nh_cell_preset(NH_CELL_SLC, &slc);
+    nand = planes * cfg->page_size / (slc.t_prog / 1e9);
+    bus = (double)cfg->channels * cfg->channel_mbps * 1e6;
+    return MIN(nand, bus);
+}
+
+bool nh_ba_check_energy(uint64_t size, const NhConfig *cfg, uint32_t cap_uf, uint32_t volts,
+                        uint64_t *dump_ns, GError **errp)
+{
+    double rate = nh_ba_dump_rate(cfg);
+    double t = (double)(size + NH_BA_META_SIZE) / rate;
+    double need = NH_BA_DUMP_WATTS * t;
+    double have;
+
+    if (volts <= NH_BA_MIN_VOLTS) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "ba-cap-volt: the capacitors must be charged above the regulators' "
+                    "%.0f V dropout, got %u V", NH_BA_MIN_VOLTS, volts);
+        return false;
+    }
+    have = 0.5 * cap_uf * 1e-6 * ((double)volts * volts - NH_BA_MIN_VOLTS * NH_BA_MIN_VOLTS);
+    *dump_ns = (uint64_t)(t * 1e9);
+    if (need > have) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "ba-size: a %" PRIu64 " KiB window cannot be saved on power loss: the dump "
+                    "takes %.1f ms at %.0f MB/s (SLC-mode programs on every plane) and needs "
+                    "%.3f J at %.0f W, but ba-cap-uf=%u at ba-cap-volt=%u holds %.3f J "
+                    "(%.1f ms); lower ba-size or raise ba-cap-uf",
+                    size >> 10, t * 1e3, rate / 1e6, need, NH_BA_DUMP_WATTS, cap_uf, volts,
+                    have, have / NH_BA_DUMP_WATTS * 1e3);
+        return false;
+    }
+    return true;
+}
+
+const char *nh_ba_restore_name(NhBaRestore r)
+{
+    static const char *const names[] = { "new", "restored", "recovered", "corrupt", "torn" };
+
+    return r < G_N_ELEMENTS(names) ? names[r] : "?";
+}
+
+/* ------------------------------------------------------------------------------ metadata */
+
+static uint32_t nh_ba_meta_crc(const NhBa *ba)
+{
+    NhBaHeader h = *ba->hdr;
+    uLong crc;
+
+    h.meta_crc = 0;
+    crc = crc32(0, (const Bytef *)&h, sizeof(h));
+    return crc32(crc, (const Bytef *)ba->table, ba->entries * sizeof(NhBaEntry));
+}
+
+static void nh_ba_seal(NhBa *ba)
+{
+    ba->hdr->meta_crc = nh_ba_meta_crc(ba);
+}
+
+static uint32_t nh_ba_window_crc(const NhBa *ba)
+{
+    uLong crc = crc32(0, NULL, 0);
+
+    /* zlib takes uInt lengths */
+    for (uint64_t off = 0; off < ba->size; off += 1u << 30) {
+        crc = crc32(crc, ba->window + off, MIN(ba->size - off, 1u << 30));
+    }
+    return crc;
+}
+
+static void nh_ba_format(NhBa *ba)
+{
+    memset(ba->map, 0, NH_BA_META_SIZE);
+    memset(ba->window, 0, ba->size);
+    memcpy(ba->hdr->magic, NH_BA_MAGIC, 8);
+    ba->hdr->version = NH_BA_VERSION;
+    ba->hdr->entries = ba->entries;
+    ba->hdr->window_offset = NH_BA_META_SIZE;
+    ba->hdr->window_size = ba->size;
+    ba->hdr->lba_size = ba->lba_size;
+    ba->hdr->state = NH_BA_STATE_RUNNING;
+    nh_ba_seal(ba);
+}
+
+/* ------------------------------------------------------------------------------ entries */
+
+static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+static NhBaErr nh_ba_check_ranges(const NhBa *ba, uint32_t eid, uint64_t offset, uint64_t slba,
+                                  uint64_t nlb)
+{
+    uint64_t len;
+
+    if (nlb == 0 || nlb > ba->size / ba->lba_size) {
+        return NH_BA_EWINDOW;
+    }
+    len = nlb * ba->lba_size;
+    if (offset >= ba->size || len > ba->size - offset) {
+        return NH_BA_EWINDOW;
+    }
+    if (slba >= ba->nsze || nlb > ba->nsze - slba) {
+        return NH_BA_ELBA;
+    }
+    for (uint32_t i = 0; i < ba->entries; i++) {
+        const NhBaEntry *e = &ba->table[i];
+        if (i == eid || e->state != NH_BA_PINNED) {
+            continue;
+        }
+        if (ranges_overlap(offset, len, e->offset, e->nlb * ba->lba_size) ||
+            ranges_overlap(slba, nlb, e->slba, e->nlb)) {
+            return NH_BA_EOVERLAP;
+        }
+    }
+    return NH_BA_OK;
+}
+
+NhBaErr nh_ba_check_pin(const NhBa *ba, uint32_t eid, uint64_t offset, uint64_t slba,
+                        uint64_t nlb)
+{
+    if (eid >= ba->entries) {
+        return NH_BA_EBADEID;
+    }
+    if (ba->table[eid].state == NH_BA_PINNED) {
+        return NH_BA_EBUSY;
+    }
+    return nh_ba_check_ranges(ba, eid, offset, slba, nlb);
+}
+
+void nh_ba_pin(NhBa *ba, uint32_t eid, uint64_t offset, uint64_t slba, uint64_t nlb)
+{
+    NhBaEntry *e = &ba->table[eid];
+
+    e->offset = offset;
+    e->slba = slba;
+    e->nlb = nlb;
+    e->state = NH_BA_PINNED;
+    nh_ba_seal(ba);
+}
+
+void nh_ba_release(NhBa *ba, uint32_t eid)
+{
+    memset(&ba->table[eid], 0, sizeof(NhBaEntry));
+    nh_ba_seal(ba);
+}
+
+NhBaErr nh_ba_check_entry(const NhBa *ba, uint32_t eid)
+{
+    if (eid >= ba->entries) {
+        return NH_BA_EBADEID;
+    }
+    return ba->table[eid].state == NH_BA_PINNED ? NH_BA_OK : NH_BA_ENOTPINNED;
+}
+
+bool nh_ba_lbas_pinned(const NhBa *ba, uint64_t slba, uint64_t nlb)
+{
+    for (uint32_t i = 0; i < ba->entries; i++) {
+        const NhBaEntry *e = &ba->table[i];
+        if (e->state == NH_BA_PINNED && ranges_overlap(slba, nlb, e->slba, e->nlb)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------------------ power loss */
+
+void nh_ba_dump(NhBa *ba, uint64_t dump_ns)
+{
+    if (ba->fd < 0 || ba->dumped) {
+        return;
+    }
+    /* DUMPING first: a dump cut short leaves that state behind and is recognised as torn. */
+    ba->hdr->state = NH_BA_STATE_DUMPING;
+    nh_ba_seal(ba);
+    msync(ba->map, NH_BA_TABLE_OFFSET, MS_SYNC);
+    ba->hdr->window_crc = nh_ba_window_crc(ba);
+    ba->hdr->dumps++;
+    ba->hdr->dump_ns = dump_ns;
+    msync(ba->map, ba->map_len, MS_SYNC);
+    ba->hdr->state = NH_BA_STATE_DUMPED;
+    nh_ba_seal(ba);
+    msync(ba->map, NH_BA_TABLE_OFFSET, MS_SYNC);
+    ba->dumped = true;
+}
+
+/* ------------------------------------------------------------------------------ recovery */
+
+/* A restored table must describe pins this device could have made. */
+static bool nh_ba_table_sane(const NhBa *ba)
+{
+    for (uint32_t i = 0; i < ba->entries; i++) {
+        const NhBaEntry *e = &ba->table[i];
+        if (e->state == NH_BA_FREE) {
+            continue;
+        }
+        if (e->state != NH_BA_PINNED ||
+            nh_ba_check_ranges(ba, i, e->offset, e->slba, e->nlb) != NH_BA_OK) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The image will not be used: keep it for inspection, then start from a zeroed window. */
+static void nh_ba_discard(NhBa *ba, const char *path, NhBaRestore why, const char *what)
+{
+    g_autofree char *bad = g_strdup_printf("%s.bad", path);
+    int out = open(bad, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+    if (out >= 0) {
+        size_t done = 0;
+        while (done < ba->map_len) {
+            ssize_t w = write(out, ba->map + done, ba->map_len - done);
+            if (w <= 0) {
+                break;
+            }
+            done += w;
+        }
+        close(out);
+    }
+    ba->restore = why;
+    ba->restore_why = g_strdup_printf("%s (a copy of the file is in %s)", what,
+                                      out >= 0 ? bad : "nowhere: cannot write");
+    nh_ba_format(ba);
+}
+
+static void nh_ba_recover(NhBa *ba, const char *path)
+{
+    NhBaHeader *h = ba->hdr;
+
+    if (h->meta_crc != nh_ba_meta_crc(ba)) {
+        nh_ba_discard(ba, path, NH_BA_CORRUPT, "header or entry table checksum mismatch");
+        return;
+    }
+    if (!nh_ba_table_sane(ba)) {
+        nh_ba_discard(ba, path, NH_BA_CORRUPT, "entry table describes impossible pins");
+        return;
+    }
+    switch (h->state) {
+    case NH_BA_STATE_DUMPED:
+        if (h->window_crc != nh_ba_window_crc(ba)) {
+            nh_ba_discard(ba, path, NH_BA_CORRUPT, "window checksum mismatch");
+            return;
+        }
+        ba->restore = NH_BA_RESTORED;
+        break;
+    case NH_BA_STATE_RUNNING:
+        /* Killed while running: the file holds exactly what the DRAM held at that instant,
+         * which is what the capacitors would have dumped; the dump is done now. */
+        h->window_crc = nh_ba_window_crc(ba);
+        h->dumps++;
+        ba->restore = NH_BA_RECOVERED;
+        break;
+    case NH_BA_STATE_DUMPING:
+        nh_ba_discard(ba, path, NH_BA_TORN, "the last dump did not finish");
+        return;
+    default:
+        nh_ba_discard(ba, path, NH_BA_CORRUPT, "unknown state in the header");
+        return;
+    }
+    h->state = NH_BA_STATE_RUNNING;
+    nh_ba_seal(ba);
+}
+
+NhBa *nh_ba_open(const char *path, uint64_t size, uint32_t entries, uint32_t lba_size,
+                 uint64_t nsze, GError **errp)
+{
+    g_autofree NhBa *ba = g_new0(NhBa, 1);
+    size_t len = NH_BA_META_SIZE + size;
+    struct stat st;
+    bool fresh;
+
+    ba->size = size;
+    ba->entries = entries;
+    ba->lba_size = lba_size;
+    ba->nsze = nsze;
+    ba->map_len = len;
+    ba->fd = -1;
+    if (!path) {
+        ba->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (ba->map == MAP_FAILED) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-size: cannot allocate %zu bytes: %s",
+                        len, g_strerror(errno));
+            return NULL;
+        }
+        ba->hdr = (NhBaHeader *)ba->map;
+        ba->table = (NhBaEntry *)(ba->map + NH_BA_TABLE_OFFSET);
+        ba->window = ba->map + NH_BA_META_SIZE;
+        nh_ba_format(ba);
+        return g_steal_pointer(&ba);
+    }
+
+    ba->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (ba->fd < 0 || fstat(ba->fd, &st) < 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: cannot open %s: %s", path,
+                    g_strerror(errno));
+        goto fail;
+    }
+    fresh = st.st_size == 0;
+    if (!fresh) {
+        NhBaHeader h;
+        if (pread(ba->fd, &h, sizeof(h), 0) != sizeof(h) || memcmp(h.magic, NH_BA_MAGIC, 8) ||
+            h.version != NH_BA_VERSION) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s is not an nvme-hybrid BA "
+                        "window file (version %u); refusing to overwrite it", path,
+                        NH_BA_VERSION);
+            goto fail;
+        }
+        if (h.window_size != size || h.entries != entries || h.lba_size != lba_size) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s was made with ba-size=%" PRIu64
+                        ", ba-entries=%u, lba-size=%u; this device has %" PRIu64 ", %u, %u",
+                        path, (uint64_t)h.window_size, h.entries, h.lba_size, size, entries,
+                        lba_size);
+            goto fail;
+        }
+    }
+    /* A shorter file is a torn save; extending it keeps what is there for the checks. */
+    if ((uint64_t)st.st_size != len && ftruncate(ba->fd, len) < 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: cannot size %s to %zu bytes: %s",
+                    path, len, g_strerror(errno));
+        goto fail;
+    }
+    ba->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ba->fd, 0);
+    if (ba->map == MAP_FAILED) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: cannot map %s: %s", path,
+                    g_strerror(errno));
+        goto fail;
+    }
+    ba->hdr = (NhBaHeader *)ba->map;
+    ba->table = (NhBaEntry *)(ba->map + NH_BA_TABLE_OFFSET);
+    ba->window = ba->map + NH_BA_META_SIZE;
+    if (fresh) {
+        nh_ba_format(ba);
+        ba->restore = NH_BA_NEW;
+    } else if ((uint64_t)st.st_size < len) {
+        nh_ba_discard(ba, path, NH_BA_TORN, "the file is shorter than the window");
+    } else {
+        nh_ba_recover(ba, path);
+    }
+    msync(ba->map, NH_BA_TABLE_OFFSET, MS_SYNC);
+    return g_steal_pointer(&ba);
+
+fail:
+    if (ba->fd >= 0) {
+        close(ba->fd);
+    }
+    return NULL;
+}
+
+void nh_ba_close(NhBa *ba)
+{
+    if (!ba) {
+        return;
+    }
+    munmap(ba->map, ba->map_len);
+    if (ba->fd >= 0) {
+        close(ba->fd);
+    }
+    g_free(ba->restore_why);
+    g_free(ba);
+}

@@ -1,0 +1,414 @@
+/*
+ * bar-pm.c - the BAR1 persistent-memory window (2B-SSD, seed 004): QEMU side.
+ *
+ * The window is a RAM region over the shared mapping of the ba-file that bar-pm/ba-manager.c
+ * manages (entry table, recovery, integrity checks), so guest stores land in the file directly
+ * and survive QEMU being killed, as DRAM behind capacitors would.  Here: BAR1, the NVMe PMR
+ * registers in BAR0, the vendor admin commands that move data between the window and the
+ * LBAs through the engine and the block backend, the refusal of block writes to pinned LBAs,
+ * and the three ways power is lost (QEMU exits, QEMU is killed, `power-cut` over QMP).
+ * docs/bar-pm.md is the user-facing description.
+ */
+#include "qemu/osdep.h"
+#include "qemu/units.h"
+#include "qemu/log.h"
+#include "qemu/error-report.h"
+#include "qapi/error.h"
+#include "qapi/visitor.h"
+#include "block/block_int-common.h"
+#include "system/block-backend.h"
+#include "system/runstate.h"
+#include "system/system.h"
+
+#include "nvme-hybrid.h"
+#include "ba-manager.h"
+
+#define NHC_STATUS(sc)      ((sc) | NVME_DNR)
+/* Command specific status values in the vendor specific range (SCT 1h, SC C0h-FFh). */
+#define NHC_BA_SC(sc)       NHC_STATUS((1 << 8) | (sc))
+#define NHC_SC_BA_INVALID_ENTRY     NHC_BA_SC(0xc0)
+#define NHC_SC_BA_ENTRY_PINNED      NHC_BA_SC(0xc1)
+#define NHC_SC_BA_ENTRY_NOT_PINNED  NHC_BA_SC(0xc2)
+#define NHC_SC_BA_WINDOW_RANGE      NHC_BA_SC(0xc3)
+#define NHC_SC_BA_OVERLAP           NHC_BA_SC(0xc4)
+
+#define NHC_BA_INFO_SIZE    64
+#define NHC_BA_PMRSTS_HSTS_RESTORE_ERROR  1
+
+static uint16_t nhc_ba_status(NhBaErr err)
+{
+    switch (err) {
+    case NH_BA_OK:          return NVME_SUCCESS;
+    case NH_BA_EBADEID:     return NHC_SC_BA_INVALID_ENTRY;
+    case NH_BA_EBUSY:       return NHC_SC_BA_ENTRY_PINNED;
+    case NH_BA_ENOTPINNED:  return NHC_SC_BA_ENTRY_NOT_PINNED;
+    case NH_BA_EWINDOW:     return NHC_SC_BA_WINDOW_RANGE;
+    case NH_BA_ELBA:        return NHC_STATUS(NVME_LBA_RANGE);
+    case NH_BA_EOVERLAP:    return NHC_SC_BA_OVERLAP;
+    }
+    return NHC_STATUS(NVME_INTERNAL_DEV_ERROR);
+}
+
+static bool nhc_ba_restore_failed(NhcCtrl *n)
+{
+    return n->ba && (n->ba->restore == NH_BA_CORRUPT || n->ba->restore == NH_BA_TORN);
+}
+
+/* ------------------------------------------------------------------------------ registers */
+
+void nhc_ba_init_regs(NhcCtrl *n)
+{
+    if (!n->ba_size) {
+        return;
+    }
+    NVME_CAP_SET_PMRS(n->cap, 1);
+    n->pmrctl = 0;
+    if (n->ba) {
+        memory_region_set_enabled(&n->ba_ram, false);
+    }
+}
+
+uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off)
+{
+    uint32_t v = 0;
+
+    if (!n->ba) {
+        return 0;       /* CAP.PMRS = 0: the PMR registers are reserved */
+    }
+    switch (off) {
+    case NVME_REG_PMRCAP:
+        NVME_PMRCAP_SET_RDS(v, 1);
+        NVME_PMRCAP_SET_WDS(v, 1);
+        NVME_PMRCAP_SET_BIR(v, 1);
+        NVME_PMRCAP_SET_PMRTU(v, 0);            /* 500 ms units */
+        /* Both barriers hold: a read of PMRSTS, and any read of the PMR, completes only after
+         * every earlier write to the PMR has landed (the window is the mapped file). */
+        NVME_PMRCAP_SET_PMRWBM(v, 0x3);
+        NVME_PMRCAP_SET_PMRTO(v, 1);            /* ready at once after PMRCTL.EN */
+        return v;
+    case NVME_REG_PMRCTL:
+        return n->pmrctl;
+    case NVME_REG_PMRSTS:
+        NVME_PMRSTS_SET_NRDY(v, !(n->pmrctl & 1));
+        NVME_PMRSTS_SET_HSTS(v, nhc_ba_restore_failed(n) ? NHC_BA_PMRSTS_HSTS_RESTORE_ERROR : 0);
+        return v;
+    default:
+        /* PMREBS: no elasticity buffer; PMRSWTP: the host write throughput is not modeled;
+         * PMRMSCL/U: the PMR is not in the controller memory space. */
+        return 0;
+    }
+}
+
+void nhc_ba_write_pmrctl(NhcCtrl *n, uint32_t val)
+{
+    if (!n->ba) {
+        return;
+    }
+    n->pmrctl = val & 1;
+    memory_region_set_enabled(&n->ba_ram, n->pmrctl);
+}
+
+/* ------------------------------------------------------------------------------ datapath */
+
+/*
+ * Move @len bytes between the window at @woff and the LBAs at @slba, modeled by the engine as
+ * a read (pin) or a FUA write (sync, flush), and complete @req at the modeled time.  The bytes
+ * move synchronously: the command's completion then never depends on the host's I/O speed,
+ * with or without -icount.
+ */
+static uint16_t nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, uint64_t slba,
+                            uint64_t len)
+{
+    NhRequest r = {
+        .op = to_lbas ? NH_OP_WRITE : NH_OP_READ,
+        .flags = to_lbas ? NH_REQ_FUA : 0,
+        .offset = slba << n->lba_shift,
+        .length = len,
+    };
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    g_autoptr(GError) err = NULL;
+    uint64_t done;
+    int ret;
+
+    if (!nh_engine_submit(n->engine, &r, now, &done, &err)) {
+        qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: engine refused a BA transfer: %s\n",
+                      err->message);
+        return NVME_INTERNAL_DEV_ERROR;
+    }
+    if (to_lbas) {
+        nhc_state_touch(n);
+        ret = blk_pwrite(n->blkconf.blk, r.offset, len, n->ba->window + woff, BDRV_REQ_FUA);
+    } else {
+        ret = blk_pread(n->blkconf.blk, r.offset, len, n->ba->window + woff, 0);
+    }
+    if (ret < 0) {
+        error_report_once("nvme-hybrid: BA transfer on the block backend failed: %s",
+                          strerror(-ret));
+        return to_lbas ? NVME_WRITE_FAULT : NVME_UNRECOVERED_READ;
+    }
+    req->pending = 1;
+    timer_mod(req->timer, done);
+    return NHC_ASYNC;
+}
+
+/* ------------------------------------------------------------------------------ commands */
+
+uint16_t nhc_admin_ba_pin(NhcCtrl *n, NhcReq *req)
+{
+    uint32_t eid = le32_to_cpu(req->cmd.cdw10);
+    uint64_t off = le32_to_cpu(req->cmd.cdw11);
+    uint64_t slba = le32_to_cpu(req->cmd.cdw12) | (uint64_t)le32_to_cpu(req->cmd.cdw13) << 32;
+    uint64_t nlb = le32_to_cpu(req->cmd.cdw14);
+    uint16_t status;
+
+    if (!n->ba) {
+        return NHC_STATUS(NVME_INVALID_OPCODE);
+    }
+    status = nhc_ba_status(nh_ba_check_pin(n->ba, eid, off, slba, nlb));
+    if (status) {
+        return status;
+    }
+    status = nhc_ba_move(n, req, false, off, slba, nlb << n->lba_shift);
+    if (status == NHC_ASYNC) {
+        nh_ba_pin(n->ba, eid, off, slba, nlb);
+    }
+    return status;
+}
+
+static uint16_t nhc_ba_sync(NhcCtrl *n, NhcReq *req, bool release)
+{
+    uint32_t eid = le32_to_cpu(req->cmd.cdw10);
+    const NhBaEntry *e;
+    uint16_t status;
+
+    if (!n->ba) {
+        return NHC_STATUS(NVME_INVALID_OPCODE);
+    }
+    status = nhc_ba_status(nh_ba_check_entry(n->ba, eid));
+    if (status) {
+        return status;
+    }
+    e = &n->ba->table[eid];
+    status = nhc_ba_move(n, req, true, e->offset, e->slba, e->nlb << n->lba_shift);
+    if (status == NHC_ASYNC && release) {
+        nh_ba_release(n->ba, eid);
+    }
+    return status;
+}
+
+uint16_t nhc_admin_ba_sync(NhcCtrl *n, NhcReq *req)
+{
+    return nhc_ba_sync(n, req, false);
+}
+
+uint16_t nhc_admin_ba_flush(NhcCtrl *n, NhcReq *req)
+{
+    return nhc_ba_sync(n, req, true);
+}
+
+uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req)
+{
+    uint32_t eid = le32_to_cpu(req->cmd.cdw10);
+    uint8_t info[NHC_BA_INFO_SIZE] = { 0 };
+    const NhBaEntry *e;
+
+    if (!n->ba) {
+        return NHC_STATUS(NVME_INVALID_OPCODE);
+    }
+    if (eid >= n->ba->entries) {
+        return NHC_SC_BA_INVALID_ENTRY;
+    }
+    e = &n->ba->table[eid];
+    stw_le_p(info + 0, eid);
+    info[2] = e->state;
+    info[3] = n->ba->restore;
+    stl_le_p(info + 4, n->ba->entries);
+    stq_le_p(info + 8, e->offset);
+    stq_le_p(info + 16, e->slba);
+    stq_le_p(info + 24, e->nlb);
+    stq_le_p(info + 32, e->nlb << n->lba_shift);
+    stq_le_p(info + 40, n->ba->size);
+    stl_le_p(info + 48, n->lba_size);
+    stl_le_p(info + 52, n->ba->hdr->dumps);
+    stq_le_p(info + 56, n->ba_dump_ns);
+    return nhc_dma_to_host(n, info, sizeof(info), &req->cmd);
+}
+
+uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req)
+{
+    uint32_t eid = le32_to_cpu(req->cmd.cdw10);
+    uint64_t off = le32_to_cpu(req->cmd.cdw11);
+    uint64_t len = le32_to_cpu(req->cmd.cdw12);
+    const NhBaEntry *e;
+    uint16_t status;
+
+    if (!n->ba) {
+        return NHC_STATUS(NVME_INVALID_OPCODE);
+    }
+    status = nhc_ba_status(nh_ba_check_entry(n->ba, eid));
+    if (status) {
+        return status;
+    }
+    if (len == 0 || len > (4096u << NHC_MDTS)) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    e = &n->ba->table[eid];
+    if (off > e->nlb << n->lba_shift || len > (e->nlb << n->lba_shift) - off) {
+        return NHC_SC_BA_WINDOW_RANGE;
+    }
+    return nhc_dma_to_host(n, n->ba->window + e->offset + off, len, &req->cmd);
+}
+
+/* Block-path writes (Write, Write Zeroes, Deallocate) to pinned LBAs are refused: the window
+ * owns those LBAs until BA_FLUSH releases them, and a silent overwrite would be lost at the
+ * next BA_SYNC. */
+uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb)
+{
+    if (n->ba && nh_ba_lbas_pinned(n->ba, slba, nlb)) {
+        return NHC_STATUS(NVME_ACCESS_DENIED);
+    }
+    return NVME_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------ power loss */
+
+static void nhc_ba_save(NhcCtrl *n)
+{
+    if (n->ba) {
+        nh_ba_dump(n->ba, n->ba_dump_ns);
+    }
+}
+
+static void nhc_ba_exit_notify(Notifier *notifier, void *data)
+{
+    nhc_ba_save(container_of(notifier, NhcCtrl, ba_exit_notifier));
+}
+
+/*
+ * An injected power cut: the whole machine loses power.  Listeners on power_cut_notifiers
+ * drop the volatile device state they model (e.g. the write buffer), the capacitors save the
+ * window, and the process ends at once, as with SIGKILL: no exit notifier runs, so the engine
+ * state stays marked unclean and the next start counts an unsafe shutdown.
+ */
+static void nhc_ba_set_power_cut(Object *obj, bool value, Error **errp)
+{
+    NhcCtrl *n = NVME_HYBRID(obj);
+
+    if (!DEVICE(obj)->realized) {
+        error_setg(errp, "power-cut: the device is not realized");
+        return;
+    }
+    if (!value) {
+        return;
+    }
+    notifier_list_notify(&n->power_cut_notifiers, n);
+    nhc_ba_save(n);
+    error_report("nvme-hybrid: power cut%s; QEMU stops", n->ba ? ", BA window saved" : "");
+    _exit(0);
+}
+
+void nhc_ba_class_init(ObjectClass *oc)
+{
+    object_class_property_add_bool(oc, "power-cut", NULL, nhc_ba_set_power_cut);
+    object_class_property_set_description(oc, "power-cut",
+        "write true: power fails now (the capacitors save the BAR1 window, volatile state "
+        "is lost, QEMU stops at once); see docs/bar-pm.md");
+}
+
+/* ------------------------------------------------------------------------------ realize */
+
+static char *nhc_ba_resolve_file(NhcCtrl *n)
+{
+    BlockDriverState *bs = blk_bs(n->blkconf.blk);
+
+    if (n->ba_file) {
+        return *n->ba_file && strcmp(n->ba_file, "none") ? g_strdup(n->ba_file) : NULL;
+    }
+    if (bs && g_file_test(bs->filename, G_FILE_TEST_IS_REGULAR)) {
+        return g_strdup_printf("%s.nh-ba", bs->filename);
+    }
+    return NULL;
+}
+
+bool nhc_ba_realize(NhcCtrl *n, Error **errp)
+{
+    g_autoptr(GError) gerr = NULL;
+    g_autofree char *path = NULL;
+
+    notifier_list_init(&n->power_cut_notifiers);
+    if (!n->ba_size) {
+        return true;
+    }
+    if (!is_power_of_2(n->ba_size) || n->ba_size < NH_BA_MIN_SIZE ||
+        n->ba_size > NH_BA_MAX_SIZE) {
+        error_setg(errp, "ba-size: must be 0 (no window) or a power of two from 4K to 1G, "
+                   "got %" PRIu64, n->ba_size);
+        return false;
+    }
+    if (n->ba_entries < 1 || n->ba_entries > NH_BA_MAX_ENTRIES) {
+        error_setg(errp, "ba-entries: must be between 1 and %zu, got %u",
+                   (size_t)NH_BA_MAX_ENTRIES, n->ba_entries);
+        return false;
+    }
+    if (!nh_ba_check_energy(n->ba_size, nh_engine_config(n->engine), n->ba_cap_uf,
+                            n->ba_cap_volt, &n->ba_dump_ns, &gerr)) {
+        error_setg(errp, "%s", gerr->message);
+        return false;
+    }
+    path = nhc_ba_resolve_file(n);
+    n->ba = nh_ba_open(path, n->ba_size, n->ba_entries, n->lba_size, n->nsze, &gerr);
+    if (!n->ba) {
+        error_setg(errp, "%s", gerr->message);
+        return false;
+    }
+    if (n->ba->restore_why) {
+        warn_report("nvme-hybrid: BA window in %s not restored: %s", path,
+                    n->ba->restore_why);
+    }
+
+    memory_region_init(&n->ba_bar, OBJECT(n), "nvme-hybrid-bar1", n->ba_size);
+    memory_region_init_ram_ptr(&n->ba_ram, OBJECT(n), "nvme-hybrid-ba-window", n->ba_size,
+                               n->ba->window);
+    memory_region_add_subregion(&n->ba_bar, 0, &n->ba_ram);
+    memory_region_set_enabled(&n->ba_ram, false);   /* until PMRCTL.EN */
+    pci_register_bar(PCI_DEVICE(n), 1, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH, &n->ba_bar);
+    NVME_CAP_SET_PMRS(n->cap, 1);
+
+    n->ba_exit_notifier.notify = nhc_ba_exit_notify;
+    qemu_add_exit_notifier(&n->ba_exit_notifier);
+    return true;
+}
+
+/* After the SMART counters are loaded: a discarded save is an error the host can read in
+ * the Error Information log (and PMRSTS.HSTS says Restore Error). */
+void nhc_ba_report_restore(NhcCtrl *n)
+{
+    NvmeErrorLog *e;
+
+    if (!nhc_ba_restore_failed(n)) {
+        return;
+    }
+    n->smart.error_count++;
+    memmove(&n->error_log[1], &n->error_log[0],
+            sizeof(n->error_log) - sizeof(n->error_log[0]));
+    e = &n->error_log[0];
+    memset(e, 0, sizeof(*e));
+    e->error_count = cpu_to_le64(n->smart.error_count);
+    e->sqid = cpu_to_le16(0xffff);          /* not tied to a command */
+    e->cid = cpu_to_le16(0xffff);
+    /* the saved window could not be read back intact */
+    e->status_field = cpu_to_le16(NHC_STATUS(NVME_UNRECOVERED_READ) << 1);
+    e->param_error_location = cpu_to_le16(0xffff);
+}
+
+void nhc_ba_exit(NhcCtrl *n)
+{
+    if (!n->ba) {
+        return;
+    }
+    nhc_ba_save(n);
+    qemu_remove_exit_notifier(&n->ba_exit_notifier);
+    nh_ba_close(n->ba);
+    n->ba = NULL;
+}
