@@ -15,7 +15,8 @@
  *   64  front end's blob, then the body:
  *       counters: u64 word count, then every NhStats word;
  *       wear: u64 count, then (u32 block, u32 erase count) for blocks that were ever erased;
- *       FTL: u64 length, then the FTL's own section.
+ *       FTL: u64 length, then the FTL's own section (empty in a checkpoint, which is never
+ *       clean: the mapping of a dirty image is rebuilt by the front end anyway).
  * Sparse wear and run-length mapping keep the file small for a large, mostly empty device.
  */
 #include "engine-priv.h"
@@ -127,8 +128,9 @@ static uint64_t rd64(const guint8 *p)
     return GUINT64_FROM_LE(v);
 }
 
-bool nh_engine_save(const NhEngine *eng, const char *path, const void *fe, size_t fe_len,
-                    GError **errp)
+/* A clean image has everything; a checkpoint (not clean) has no mapping, see engine.h. */
+static bool save_image(const NhEngine *eng, const char *path, const void *fe, size_t fe_len,
+                       bool clean, GError **errp)
 {
     GByteArray *o = g_byte_array_new();
     const uint64_t *words = (const uint64_t *)&eng->stats;
@@ -162,12 +164,14 @@ bool nh_engine_save(const NhEngine *eng, const char *path, const void *fe, size_
     set64(o->data + pos, nerased);
     ftl_pos = o->len;
     put64(o, 0);
-    eng->ops->save(eng->ftl, o);
+    if (clean) {
+        eng->ops->save(eng->ftl, o);
+    }
     set64(o->data + ftl_pos, o->len - ftl_pos - 8);
 
     memcpy(o->data, MAGIC, 8);
     set32(o->data + 8, VERSION);
-    set32(o->data + OFF_CLEAN, 1);
+    set32(o->data + OFF_CLEAN, clean);
     set64(o->data + 16, nh_engine_state_hash(eng));
     set64(o->data + 24, eng->capacity);
     set64(o->data + 32, fe_len);
@@ -208,6 +212,18 @@ bool nh_engine_save(const NhEngine *eng, const char *path, const void *fe, size_
     g_free(tmp);
     g_byte_array_unref(o);
     return ok;
+}
+
+bool nh_engine_save(const NhEngine *eng, const char *path, const void *fe, size_t fe_len,
+                    GError **errp)
+{
+    return save_image(eng, path, fe, fe_len, true, errp);
+}
+
+bool nh_engine_checkpoint(const NhEngine *eng, const char *path, const void *fe, size_t fe_len,
+                          GError **errp)
+{
+    return save_image(eng, path, fe, fe_len, false, errp);
 }
 
 static bool damaged(GError **errp, const char *path, const char *why)

@@ -340,8 +340,14 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
         break;
     }
     case NHC_VENDOR_LOG:
+        /* A host reads a long page in pieces: a read from offset 0 takes a new snapshot and
+         * later pieces come from it, so the pieces agree with each other. */
+        if (off == 0 || !n->vendor_log) {
+            g_clear_pointer(&n->vendor_log, g_byte_array_unref);
+            n->vendor_log = nhc_vendor_log(n);
+        }
         g_byte_array_unref(page);
-        page = nhc_vendor_log(n);
+        page = g_byte_array_ref(n->vendor_log);
         break;
     default:
         return NHC_STATUS(NVME_INVALID_LOG_ID);

@@ -2,9 +2,11 @@
  * ctrl.c - the nvme-hybrid PCI function: BAR0 registers and doorbells, controller enable, reset
  * and shutdown, submission/completion queues, interrupts, properties, the `stats` QOM property.
  *
- * Commands are fetched synchronously when the host writes an SQ tail doorbell, so the submission
- * time handed to the engine is the virtual-clock time of that write; completions are posted when
- * both the block I/O and the engine's modeled completion time (a virtual-clock timer) are done.
+ * Commands are fetched by a bottom half on the main loop after the host writes an SQ tail
+ * doorbell, so the vCPU goes on while the device works, as with a real controller.  Under -icount
+ * they are fetched in the doorbell write itself instead, so that the submission time handed to
+ * the engine is exactly the guest's.  Completions are posted when both the block I/O and the
+ * engine's modeled completion time (a virtual-clock timer) are done.
  */
 #include "qemu/osdep.h"
 #include "qemu/units.h"
@@ -20,6 +22,7 @@
 #include "system/block-backend.h"
 #include "system/runstate.h"
 #include "system/system.h"
+#include "system/cpu-timers.h"
 
 #include "nvme-hybrid.h"
 
@@ -28,6 +31,7 @@
 #define NHC_DB_BASE     0x1000
 
 static void nhc_resume_sqs(NhcCtrl *n);
+static void nhc_sq_bh(void *opaque);
 
 /* ------------------------------------------------------------------------------ interrupts */
 
@@ -264,6 +268,7 @@ uint16_t nhc_create_sq(NhcCtrl *n, uint16_t sqid, uint16_t cqid, uint64_t dma_ad
         req->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, nhc_req_timer, req);
         QTAILQ_INSERT_TAIL(&sq->free_list, req, entry);
     }
+    sq->bh = qemu_bh_new_guarded(nhc_sq_bh, sq, &DEVICE(n)->mem_reentrancy_guard);
     QTAILQ_INSERT_TAIL(&n->cq[cqid]->sq_list, sq, entry);
     n->sq[sqid] = sq;
     return NVME_SUCCESS;
@@ -309,6 +314,7 @@ void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, bool post)
         }
     }
     QTAILQ_REMOVE(&cq->sq_list, sq, entry);
+    qemu_bh_delete(sq->bh);
     for (uint32_t i = 0; i < sq->size; i++) {
         timer_free(sq->reqs[i].timer);
     }
@@ -334,6 +340,10 @@ static void nhc_process_sq(NhcSQ *sq)
 {
     NhcCtrl *n = sq->n;
 
+    if (sq->fetching) {
+        return;     /* the loop below picks up what a nested completion made possible */
+    }
+    sq->fetching = true;
     while (sq->head != sq->tail && !QTAILQ_EMPTY(&sq->free_list) &&
            !(n->csts & NVME_CSTS_FAILED)) {
         uint64_t addr = sq->dma_addr + (uint64_t)sq->head * sizeof(NvmeCmd);
@@ -344,7 +354,7 @@ static void nhc_process_sq(NhcSQ *sq)
             qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: SQ %u entry at 0x%" PRIx64
                           " not readable; controller fatal\n", sq->sqid, addr);
             n->csts |= NVME_CSTS_FAILED;
-            return;
+            break;
         }
         sq->head = (sq->head + 1) % sq->size;
         QTAILQ_REMOVE(&sq->free_list, req, entry);
@@ -362,6 +372,12 @@ static void nhc_process_sq(NhcSQ *sq)
             nhc_req_complete(req);
         }
     }
+    sq->fetching = false;
+}
+
+static void nhc_sq_bh(void *opaque)
+{
+    nhc_process_sq(opaque);
 }
 
 /* After completions free request slots, SQs that had to stop fetching can go on. */
@@ -534,7 +550,11 @@ static void nhc_write_doorbell(NhcCtrl *n, hwaddr offset, uint32_t val)
             return;
         }
         sq->tail = val;
-        nhc_process_sq(sq);
+        if (icount_enabled()) {
+            nhc_process_sq(sq);
+        } else {
+            qemu_bh_schedule(sq->bh);
+        }
     }
 }
 
@@ -784,13 +804,13 @@ static void nhc_exit(PCIDevice *pci)
     NhcCtrl *n = NVME_HYBRID(pci);
 
     nhc_ctrl_reset(n);
-    nhc_state_save(n);
+    nhc_state_close(n);
     qemu_remove_exit_notifier(&n->exit_notifier);
     nhc_ba_exit(n);
     msix_uninit(pci, &n->bar0, &n->bar0);
     g_free(n->sq);
     g_free(n->cq);
-    g_free(n->state_path);
+    g_clear_pointer(&n->vendor_log, g_byte_array_unref);
     nh_engine_free(n->engine);
     n->engine = NULL;
 }

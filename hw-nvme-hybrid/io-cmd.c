@@ -129,6 +129,7 @@ static uint16_t nhc_io_engine(NhcCtrl *n, NhOp op, uint64_t off, uint64_t len, u
     if (op == NH_OP_WRITE || op == NH_OP_TRIM) {
         nhc_state_touch(n);
     }
+    n->state_changed = true;
     return NVME_SUCCESS;
 }
 
@@ -141,6 +142,12 @@ static void nhc_io_arm(NhcCtrl *n, NhcReq *req, int64_t now, uint64_t done, int 
     req->is_io = true;
     if (n->io_outstanding++ == 0) {
         n->busy_since_ns = now;
+    }
+    /* Already due (latency=zero, or a model faster than the clock's step): no timer, the
+     * block layer's completion completes the command. */
+    if (done <= (uint64_t)now) {
+        req->pending = parts;
+        return;
     }
     req->pending = parts + 1;
     timer_mod(req->timer, done);

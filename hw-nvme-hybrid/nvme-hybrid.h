@@ -87,6 +87,8 @@ struct NhcSQ {
     uint8_t         prio;
     uint32_t        head, tail, size;
     uint64_t        dma_addr;
+    bool            fetching;       /* in nhc_process_sq: completions must not re-enter it */
+    QEMUBH         *bh;             /* fetches on the main loop (see ctrl.c) */
     NhcReq         *reqs;
     QTAILQ_HEAD(, NhcReq) free_list;
     QTAILQ_HEAD(, NhcReq) out_list;
@@ -173,6 +175,7 @@ struct NhcCtrl {
     uint8_t         aer_mask;       /* event types masked until their log page is read */
 
     NvmeErrorLog    error_log[NHC_ERROR_LOG_SIZE];
+    GByteArray     *vendor_log;     /* snapshot served to reads at offsets > 0 */
 
     NhcSmart        smart;
     uint32_t        io_outstanding;
@@ -182,6 +185,8 @@ struct NhcCtrl {
     /* persistence (state.c) */
     char           *state_path;     /* resolved; NULL when persistence is off */
     bool            state_clean;    /* the file on disk matches the model */
+    bool            state_changed;  /* commands since the last checkpoint */
+    QEMUTimer      *checkpoint_timer;
     Notifier        exit_notifier;
 
     /* BAR1 persistent-memory window (bar-pm.c) */
@@ -242,5 +247,6 @@ uint16_t nhc_admin_ba_flush(NhcCtrl *n, NhcReq *req);
 void nhc_state_open(NhcCtrl *n, Error **errp);
 void nhc_state_save(NhcCtrl *n);
 void nhc_state_touch(NhcCtrl *n);
+void nhc_state_close(NhcCtrl *n);
 
 #endif

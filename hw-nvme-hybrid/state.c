@@ -3,7 +3,8 @@
  *
  * The state lives next to the drive (`<image>.nh-state`, or the `state-file` property).  It is
  * written on a clean shutdown (CC.SHN, QEMU exit, device removal) marked clean, and marked dirty
- * in place as soon as the model changes after that, or right after it is loaded.  On start:
+ * in place as soon as the model changes after that, or right after it is loaded; while dirty it
+ * is checkpointed (counters, wear, SMART; no mapping) once a second.  On start:
  *  - a clean image restores mapping, wear, counters and SMART;
  *  - a dirty image (QEMU was killed) restores wear, counters and SMART, counts an unsafe
  *    shutdown, and rebuilds the mapping from the drive's allocation map, which is what the data
@@ -18,6 +19,10 @@
 #include "system/block-backend.h"
 
 #include "nvme-hybrid.h"
+
+#define NHC_CHECKPOINT_MS 1000
+
+static void nhc_state_checkpoint(void *opaque);
 
 /* Everything the drive holds (not a hole, not reads-as-zero) is taken as written once. */
 static void nhc_state_rebuild(NhcCtrl *n)
@@ -93,19 +98,63 @@ void nhc_state_open(NhcCtrl *n, Error **errp)
             return;
         }
         nhc_state_touch(n);
+        n->checkpoint_timer = timer_new_ms(QEMU_CLOCK_REALTIME, nhc_state_checkpoint, n);
+        timer_mod(n->checkpoint_timer,
+                  qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + NHC_CHECKPOINT_MS);
     }
+}
+
+/* Fold the time since the last save into the power-on counter. */
+static void nhc_state_account_power_on(NhcCtrl *n)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    n->smart.power_on_ns += now - n->powered_on_ns;
+    n->powered_on_ns = now;
+}
+
+/*
+ * Once a second (host time) while running dirty, checkpoint counters, wear and SMART into the
+ * state file, so that after QEMU is killed the lifetime counters are at most a second old
+ * instead of rolling back to the last clean save.
+ */
+static void nhc_state_checkpoint(void *opaque)
+{
+    NhcCtrl *n = opaque;
+    g_autoptr(GError) err = NULL;
+
+    if (n->state_changed && !n->state_clean) {
+        nhc_state_account_power_on(n);
+        if (!nh_engine_checkpoint(n->engine, n->state_path, &n->smart, sizeof(n->smart),
+                                  &err)) {
+            warn_report_once("nvme-hybrid: cannot checkpoint %s: %s", n->state_path,
+                             err->message);
+        }
+        n->state_changed = false;
+    }
+    timer_mod(n->checkpoint_timer,
+              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + NHC_CHECKPOINT_MS);
+}
+
+void nhc_state_close(NhcCtrl *n)
+{
+    nhc_state_save(n);
+    if (n->checkpoint_timer) {
+        timer_free(n->checkpoint_timer);
+        n->checkpoint_timer = NULL;
+    }
+    g_free(n->state_path);
+    n->state_path = NULL;
 }
 
 void nhc_state_save(NhcCtrl *n)
 {
     g_autoptr(GError) err = NULL;
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
     if (!n->state_path || !n->engine) {
         return;
     }
-    n->smart.power_on_ns += now - n->powered_on_ns;
-    n->powered_on_ns = now;
+    nhc_state_account_power_on(n);
     if (!nh_engine_save(n->engine, n->state_path, &n->smart, sizeof(n->smart), &err)) {
         warn_report("nvme-hybrid: cannot save state to %s: %s", n->state_path, err->message);
         return;
