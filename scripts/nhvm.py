@@ -159,7 +159,10 @@ def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
 # Kernel arguments for a quick, quiet boot under TCG: no KASLR relocation,
 # no speculative-execution mitigations (page-table isolation makes every
 # syscall flush the emulated TLB), no legacy probing that only waits.
-KERNEL_ARGS = ("console=ttyS0,115200 panic=-1 nokaslr mitigations=off "
+# iomem=relaxed: the nvme driver claims every BAR of the device, and Debian's
+# kernel (CONFIG_IO_STRICT_DEVMEM) then refuses to let libba map BAR0 and the
+# BAR1 window through sysfs (docs/bar-pm.md).
+KERNEL_ARGS = ("console=ttyS0,115200 panic=-1 nokaslr mitigations=off iomem=relaxed "
                "tsc=reliable no_timer_check i8042.noaux i8042.nokbd "
                "i8042.nomux i8042.nopnp rdinit=/init")
 

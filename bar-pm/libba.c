@@ -1,0 +1,433 @@
+/* libba.c - guest library for the nvme-hybrid BAR1 window (API and caveats in libba.h; opcodes,
+ * statuses and layouts in docs/bar-pm.md). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <immintrin.h>
+#include <linux/nvme_ioctl.h>
+
+#include "libba.h"
+
+#define BA_PIN              0xc0
+#define BA_GET_ENTRY_INFO   0xc2
+#define BA_SYNC             0xc4
+#define BA_READ_DMA         0xc6
+#define BA_FLUSH            0xc8
+
+#define REG_PMRCTL          0xe04
+#define REG_PMRSTS          0xe08
+#define REGS_MAP_SIZE       0x1000
+#define DMA_CHUNK           (256u * 1024)   /* below the device's 512 KiB MDTS */
+#define MAX_ENTRIES         2048
+
+struct ba_dev {
+    char        ctrl[64];
+    int         fd;                 /* /dev/nvmeX */
+    volatile uint8_t *win;
+    size_t      win_size;
+    volatile uint32_t *regs;
+    uint32_t    entries;
+    ba_info    *cache;              /* entry table as last seen */
+    char        err[512];
+};
+
+static int fail(ba_dev *dev, int err, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (dev) {
+        va_start(ap, fmt);
+        vsnprintf(dev->err, sizeof(dev->err), fmt, ap);
+        va_end(ap);
+    }
+    return -err;
+}
+
+const char *ba_error(const ba_dev *dev)
+{
+    return dev && dev->err[0] ? dev->err : "no error";
+}
+
+const char *ba_restore_name(uint32_t restore)
+{
+    static const char *const names[] = { "new", "restored", "recovered", "corrupt", "torn" };
+
+    return restore < sizeof(names) / sizeof(names[0]) ? names[restore] : "unknown";
+}
+
+void *ba_window(const ba_dev *dev) { return (void *)dev->win; }
+size_t ba_window_size(const ba_dev *dev) { return dev->win_size; }
+const char *ba_ctrl_name(const ba_dev *dev) { return dev->ctrl; }
+uint32_t ba_pmrsts(const ba_dev *dev) { return dev->regs[REG_PMRSTS / 4]; }
+
+/* ------------------------------------------------------------------------------ commands */
+
+/* The device's status as an errno value and words (statuses in docs/bar-pm.md). */
+static int status_error(ba_dev *dev, const char *what, int status)
+{
+    int sct = (status >> 8) & 7, sc = status & 0xff;
+    static const struct { int sct, sc, err; const char *msg; } map[] = {
+        { 1, 0xc0, EINVAL, "entry id out of range" },
+        { 1, 0xc1, EBUSY, "entry is already pinned" },
+        { 1, 0xc2, ENOENT, "entry is not pinned" },
+        { 1, 0xc3, ERANGE, "range beyond the window or the entry" },
+        { 1, 0xc4, EEXIST, "overlaps another pinned entry (window or LBAs)" },
+        { 0, 0x80, ENXIO, "LBA range beyond the namespace" },
+        { 0, 0x01, EOPNOTSUPP, "the device has no BA window" },
+        { 0, 0x02, EINVAL, "invalid field" },
+        { 0, 0x04, EFAULT, "data transfer error (bad buffer)" },
+        { 2, 0x80, EIO, "write fault" },
+        { 2, 0x81, EIO, "unrecovered read error" },
+    };
+
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        if (map[i].sct == sct && map[i].sc == sc) {
+            return fail(dev, map[i].err, "%s: %s (NVMe status SCT %x SC %02x)", what,
+                        map[i].msg, sct, sc);
+        }
+    }
+    return fail(dev, EIO, "%s: NVMe status SCT %x SC %02x", what, sct, sc);
+}
+
+static int admin(ba_dev *dev, const char *what, uint8_t opcode, uint32_t cdw10, uint32_t cdw11,
+                 uint32_t cdw12, uint32_t cdw13, uint32_t cdw14, void *buf, uint32_t len)
+{
+    struct nvme_admin_cmd cmd = {
+        .opcode = opcode,
+        .addr = (uintptr_t)buf,
+        .data_len = len,
+        .cdw10 = cdw10, .cdw11 = cdw11, .cdw12 = cdw12, .cdw13 = cdw13, .cdw14 = cdw14,
+    };
+    int ret = ioctl(dev->fd, NVME_IOCTL_ADMIN_CMD, &cmd);
+
+    if (ret < 0) {
+        return fail(dev, errno, "%s: admin passthrough on /dev/%s: %s", what, dev->ctrl,
+                    strerror(errno));
+    }
+    return ret ? status_error(dev, what, ret) : 0;
+}
+
+int ba_entry_info(ba_dev *dev, uint32_t eid, ba_info *info)
+{
+    uint8_t raw[64] __attribute__((aligned(64)));
+    int ret = admin(dev, "BA_GET_ENTRY_INFO", BA_GET_ENTRY_INFO, eid, 0, 0, 0, 0, raw,
+                    sizeof(raw));
+
+    if (ret) {
+        return ret;
+    }
+    memset(info, 0, sizeof(*info));
+    info->eid = raw[0] | raw[1] << 8;
+    info->state = raw[2];
+    info->restore = raw[3];
+    memcpy(&info->entries, raw + 4, 4);
+    memcpy(&info->offset, raw + 8, 8);
+    memcpy(&info->slba, raw + 16, 8);
+    memcpy(&info->nlb, raw + 24, 8);
+    memcpy(&info->length, raw + 32, 8);
+    memcpy(&info->window_size, raw + 40, 8);
+    memcpy(&info->lba_size, raw + 48, 4);
+    memcpy(&info->dumps, raw + 52, 4);
+    memcpy(&info->dump_ns, raw + 56, 8);
+    if (dev->cache && eid < dev->entries) {
+        dev->cache[eid] = *info;
+    }
+    return 0;
+}
+
+int ba_pin(ba_dev *dev, uint32_t eid, uint64_t offset, uint64_t slba, uint32_t nlb)
+{
+    ba_info info;
+    int ret;
+
+    if (offset > UINT32_MAX) {
+        return fail(dev, ERANGE, "BA_PIN: offset %llu beyond any window",
+                    (unsigned long long)offset);
+    }
+    ret = admin(dev, "BA_PIN", BA_PIN, eid, offset, slba, slba >> 32, nlb, NULL, 0);
+    return ret ? ret : ba_entry_info(dev, eid, &info);
+}
+
+int ba_sync(ba_dev *dev, uint32_t eid)
+{
+    return admin(dev, "BA_SYNC", BA_SYNC, eid, 0, 0, 0, 0, NULL, 0);
+}
+
+int ba_flush(ba_dev *dev, uint32_t eid)
+{
+    ba_info info;
+    int ret = admin(dev, "BA_FLUSH", BA_FLUSH, eid, 0, 0, 0, 0, NULL, 0);
+
+    return ret ? ret : ba_entry_info(dev, eid, &info);
+}
+
+/* ------------------------------------------------------------------------------ window */
+
+/* Where [offset, offset+len) of entry @eid lies in the window. */
+static int entry_range(ba_dev *dev, const char *what, uint32_t eid, uint64_t offset, size_t len,
+                       volatile uint8_t **p)
+{
+    const ba_info *e;
+
+    if (eid >= dev->entries) {
+        return fail(dev, EINVAL, "%s: entry id %u out of range (the device has %u)", what, eid,
+                    dev->entries);
+    }
+    e = &dev->cache[eid];
+    if (e->state != BA_PINNED) {
+        return fail(dev, ENOENT, "%s: entry %u is not pinned", what, eid);
+    }
+    if (offset > e->length || len > e->length - offset) {
+        return fail(dev, ERANGE, "%s: %zu bytes at %llu go beyond entry %u (%llu bytes)", what,
+                    len, (unsigned long long)offset, eid, (unsigned long long)e->length);
+    }
+    *p = dev->win + e->offset + offset;
+    return 0;
+}
+
+/*
+ * Plain stores, 8 bytes at a time where aligned: the CPU's write-combining buffers merge them
+ * into 64-byte bursts.  Volatile, so the compiler neither reads the window back nor merges
+ * the stores into wider vector stores it might split oddly.
+ */
+int ba_write(ba_dev *dev, uint32_t eid, uint64_t offset, const void *buf, size_t len)
+{
+    volatile uint8_t *p;
+    const uint8_t *s = buf;
+    int ret = entry_range(dev, "write", eid, offset, len, &p);
+
+    if (ret) {
+        return ret;
+    }
+    while (len && ((uintptr_t)p & 7)) {
+        *p++ = *s++;
+        len--;
+    }
+    for (; len >= 8; len -= 8, p += 8, s += 8) {
+        uint64_t v;
+        memcpy(&v, s, 8);
+        *(volatile uint64_t *)p = v;
+    }
+    while (len--) {
+        *p++ = *s++;
+    }
+    return 0;
+}
+
+void ba_persist(ba_dev *dev)
+{
+    /* WC stores bypass the caches, so no cache-line flush applies: the fence drains the WC
+     * buffers, and the uncached read of PMRSTS returns only after the posted writes ahead of
+     * it have reached the device (PMRCAP.PMRWBM). */
+    _mm_sfence();
+    (void)dev->regs[REG_PMRSTS / 4];
+}
+
+int ba_read(ba_dev *dev, uint32_t eid, uint64_t offset, void *buf, size_t len)
+{
+    volatile uint8_t *p;
+    uint8_t *d = buf;
+    int ret = entry_range(dev, "read", eid, offset, len, &p);
+
+    if (ret) {
+        return ret;
+    }
+    while (len && ((uintptr_t)p & 7)) {
+        *d++ = *p++;
+        len--;
+    }
+    for (; len >= 8; len -= 8, p += 8, d += 8) {
+        uint64_t v = *(volatile uint64_t *)p;
+        memcpy(d, &v, 8);
+    }
+    while (len--) {
+        *d++ = *p++;
+    }
+    return 0;
+}
+
+int ba_read_dma(ba_dev *dev, uint32_t eid, uint64_t offset, void *buf, size_t len)
+{
+    void *bounce;
+    int ret = 0;
+
+    if (posix_memalign(&bounce, 4096, DMA_CHUNK)) {
+        return fail(dev, ENOMEM, "read-dma: no memory for a %u-byte buffer", DMA_CHUNK);
+    }
+    for (size_t done = 0; done < len && !ret; done += DMA_CHUNK) {
+        uint32_t n = len - done < DMA_CHUNK ? len - done : DMA_CHUNK;
+        ret = admin(dev, "BA_READ_DMA", BA_READ_DMA, eid, offset + done, n, 0, 0, bounce, n);
+        if (!ret) {
+            memcpy((uint8_t *)buf + done, bounce, n);
+        }
+    }
+    free(bounce);
+    return ret;
+}
+
+/* ------------------------------------------------------------------------------ open */
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+
+    if (!f) {
+        return -errno;
+    }
+    if (!fgets(buf, len, f)) {
+        buf[0] = 0;
+    }
+    fclose(f);
+    buf[strcspn(buf, "\n")] = 0;
+    for (size_t n = strlen(buf); n && buf[n - 1] == ' '; n--) {
+        buf[n - 1] = 0;     /* Identify strings are space padded */
+    }
+    return 0;
+}
+
+static int find_ctrl(ba_dev *dev, const char *want)
+{
+    DIR *d = opendir("/sys/class/nvme");
+    struct dirent *de;
+    int ret = fail(dev, ENODEV, "no nvme-hybrid controller in /sys/class/nvme");
+
+    if (!d) {
+        return fail(dev, ENODEV, "/sys/class/nvme: %s (is the nvme driver loaded?)",
+                    strerror(errno));
+    }
+    while ((de = readdir(d))) {
+        char path[300], model[64];
+        if (strncmp(de->d_name, "nvme", 4) || strlen(de->d_name) >= sizeof(dev->ctrl) ||
+            (want && strcmp(de->d_name, want))) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/sys/class/nvme/%s/model", de->d_name);
+        if (read_line(path, model, sizeof(model)) == 0 && !strcmp(model, "nvme-hybrid")) {
+            strcpy(dev->ctrl, de->d_name);
+            ret = 0;
+            break;
+        }
+        if (want) {
+            ret = fail(dev, ENODEV, "%s is not an nvme-hybrid controller (model \"%s\")",
+                       want, model);
+        }
+    }
+    closedir(d);
+    return ret;
+}
+
+static void *map_resource(ba_dev *dev, const char *name, size_t *len, int *err)
+{
+    char path[300];
+    struct stat st;
+    void *p;
+    int fd;
+
+    snprintf(path, sizeof(path), "/sys/class/nvme/%s/device/%s", dev->ctrl, name);
+    fd = open(path, O_RDWR | O_SYNC | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        *err = fail(dev, errno, "%s: %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return NULL;
+    }
+    if (!*len) {
+        *len = st.st_size;
+    }
+    p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        *err = fail(dev, e, "cannot map %s: %s%s", path, strerror(e),
+                    e == EINVAL ? " (the nvme driver holds the BAR and the kernel enforces "
+                    "CONFIG_IO_STRICT_DEVMEM: boot it with iomem=relaxed)" : "");
+        return NULL;
+    }
+    return p;
+}
+
+int ba_open(const char *ctrl, ba_dev **out)
+{
+    ba_dev *dev = calloc(1, sizeof(*dev));
+    char path[300];
+    size_t regs_len = REGS_MAP_SIZE;
+    ba_info info;
+    int ret;
+
+    *out = NULL;
+    if (!dev) {
+        return -ENOMEM;
+    }
+    dev->fd = -1;
+    ret = find_ctrl(dev, ctrl);
+    if (ret) {
+        goto fail;
+    }
+    snprintf(path, sizeof(path), "/dev/%s", dev->ctrl);
+    dev->fd = open(path, O_RDWR | O_CLOEXEC);
+    if (dev->fd < 0) {
+        ret = fail(dev, errno, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    dev->regs = map_resource(dev, "resource0", &regs_len, &ret);
+    if (!dev->regs) {
+        goto fail;
+    }
+    dev->win = map_resource(dev, "resource1_wc", &dev->win_size, &ret);
+    if (!dev->win) {
+        goto fail;
+    }
+    dev->regs[REG_PMRCTL / 4] = 1;      /* PMRCTL.EN: the window answers from now on */
+    ret = ba_entry_info(dev, 0, &info);
+    if (ret) {
+        goto fail;
+    }
+    dev->entries = info.entries < MAX_ENTRIES ? info.entries : MAX_ENTRIES;
+    dev->cache = calloc(dev->entries, sizeof(ba_info));
+    if (!dev->cache) {
+        ret = -ENOMEM;
+        goto fail;
+    }
+    for (uint32_t i = 0; i < dev->entries; i++) {
+        ret = ba_entry_info(dev, i, &info);
+        if (ret) {
+            goto fail;
+        }
+    }
+    *out = dev;
+    return 0;
+
+fail:
+    /* Callers get the message through a dev they cannot use: keep it on stderr instead. */
+    fprintf(stderr, "libba: %s\n", dev->err[0] ? dev->err : strerror(-ret));
+    ba_close(dev);
+    return ret;
+}
+
+void ba_close(ba_dev *dev)
+{
+    if (!dev) {
+        return;
+    }
+    if (dev->win) {
+        munmap((void *)dev->win, dev->win_size);
+    }
+    if (dev->regs) {
+        munmap((void *)dev->regs, REGS_MAP_SIZE);
+    }
+    if (dev->fd >= 0) {
+        close(dev->fd);
+    }
+    free(dev->cache);
+    free(dev);
+}
