@@ -181,7 +181,18 @@ void nhc_req_complete(NhcReq *req)
         nhc_record_error(n, req);
     }
     QTAILQ_INSERT_TAIL(&cq->done_list, req, entry);
-    nhc_post_cqes(cq);
+    /* Completions that arrive together are posted together, with one interrupt, from a bottom
+     * half; under -icount at once, so the guest sees the modeled time exactly. */
+    if (icount_enabled()) {
+        nhc_post_cqes(cq);
+    } else {
+        qemu_bh_schedule(cq->bh);
+    }
+}
+
+static void nhc_cq_bh(void *opaque)
+{
+    nhc_post_cqes(opaque);
 }
 
 /* One part of a request (a block I/O or the modeled-completion timer) has finished. */
@@ -243,6 +254,7 @@ uint16_t nhc_create_cq(NhcCtrl *n, uint16_t cqid, uint64_t dma_addr, uint32_t si
     QTAILQ_INIT(&cq->sq_list);
     QTAILQ_INIT(&cq->done_list);
     cq->coalesce_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, nhc_coalesce_timeout, cq);
+    cq->bh = qemu_bh_new_guarded(nhc_cq_bh, cq, &DEVICE(n)->mem_reentrancy_guard);
     msix_vector_use(PCI_DEVICE(n), vector);
     n->cq[cqid] = cq;
     return NVME_SUCCESS;
@@ -328,6 +340,7 @@ void nhc_delete_cq(NhcCtrl *n, uint16_t cqid)
     NhcCQ *cq = n->cq[cqid];
 
     timer_free(cq->coalesce_timer);
+    qemu_bh_delete(cq->bh);
     msix_vector_unuse(PCI_DEVICE(n), cq->vector);
     g_free(cq);
     n->cq[cqid] = NULL;

@@ -105,6 +105,7 @@ struct NhcCQ {
     uint64_t        dma_addr;
     QTAILQ_HEAD(, NhcSQ) sq_list;
     QTAILQ_HEAD(, NhcReq) done_list;    /* completed, waiting for room in the CQ */
+    QEMUBH         *bh;                 /* posts done_list (see nhc_req_complete) */
     /* interrupt coalescing (feature 08h) */
     uint32_t        coalesced;
     QEMUTimer      *coalesce_timer;
