@@ -239,6 +239,18 @@ static uint16_t nhc_identify_ns_descriptors(NhcCtrl *n, NhcReq *req)
     return nhc_dma_to_host(n, buf, sizeof(buf), &req->cmd);
 }
 
+/* I/O Command Set specific Identify Controller, NVM command set: all limits 0, i.e. none beyond
+ * MDTS (Write Zeroes, Verify) and the 256 ranges Dataset Management allows. */
+static uint16_t nhc_identify_ctrl_nvm(NhcCtrl *n, NhcReq *req)
+{
+    g_autofree NvmeIdCtrlNvm *id = g_new0(NvmeIdCtrlNvm, 1);
+
+    if (((NvmeIdentify *)&req->cmd)->csi != NVME_CSI_NVM) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    return nhc_dma_to_host(n, id, sizeof(*id), &req->cmd);
+}
+
 static uint16_t nhc_admin_identify(NhcCtrl *n, NhcReq *req)
 {
     NvmeIdentify *c = (NvmeIdentify *)&req->cmd;
@@ -248,6 +260,7 @@ static uint16_t nhc_admin_identify(NhcCtrl *n, NhcReq *req)
     case NVME_ID_CNS_CTRL:          return nhc_identify_ctrl(n, req);
     case NVME_ID_CNS_NS_ACTIVE_LIST: return nhc_identify_active_ns(n, req);
     case NVME_ID_CNS_NS_DESCR_LIST: return nhc_identify_ns_descriptors(n, req);
+    case NVME_ID_CNS_CS_CTRL:       return nhc_identify_ctrl_nvm(n, req);
     default:                        return NHC_STATUS(NVME_INVALID_FIELD);
     }
 }
