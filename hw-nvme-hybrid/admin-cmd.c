@@ -395,13 +395,13 @@ static uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req)
     }
     switch (fid) {
     case NVME_ARBITRATION:
-        result = dflt ? 0 : n->features.arbitration;
+        result = dflt ? NHC_ARBITRATION_DEFAULT : n->features.arbitration;
         break;
     case NVME_VOLATILE_WRITE_CACHE:
         if (!nhc_vwc_present(n) && sel != NVME_GETFEAT_SELECT_CAP) {
             return NHC_STATUS(NVME_INVALID_FIELD);
         }
-        result = dflt ? 1 : blk_enable_write_cache(n->blkconf.blk);
+        result = dflt ? 1 : n->wce;
         break;
     case NVME_NUMBER_OF_QUEUES:
         result = dflt ? ((n->max_ioqpairs - 1) << 16 | (n->max_ioqpairs - 1))
@@ -452,8 +452,7 @@ static uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
     }
     switch (fid) {
     case NVME_ARBITRATION:
-        /* Commands are fetched when their doorbell is written, so queues never compete for
-         * the fetch; the value is kept and reported as the specification requires. */
+        /* Round robin with Arbitration Burst: see nhc_process_sq(). */
         n->features.arbitration = dw11;
         break;
     case NVME_VOLATILE_WRITE_CACHE:
@@ -463,10 +462,18 @@ static uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
         if (!nhc_vwc_present(n)) {
             return NHC_STATUS(NVME_INVALID_FIELD);
         }
-        if (!(dw11 & 1)) {
+        n->wce = dw11 & 1;
+        if (!n->wce) {
+            /* Write-through from now on: drain what the buffer and the backend hold. */
+            NhRequest flush = { .op = NH_OP_FLUSH };
+            uint64_t done;
+            nh_engine_submit(n->engine, &flush, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), &done,
+                             NULL);
             blk_flush(n->blkconf.blk);
         }
-        blk_set_enable_write_cache(n->blkconf.blk, dw11 & 1);
+        if (n->backend_wc) {
+            blk_set_enable_write_cache(n->blkconf.blk, n->wce);
+        }
         break;
     case NVME_NUMBER_OF_QUEUES: {
         uint32_t nsqr = dw11 & 0xffff, ncqr = dw11 >> 16;

@@ -31,7 +31,6 @@
 #define NHC_DB_BASE     0x1000
 
 static void nhc_resume_sqs(NhcCtrl *n);
-static void nhc_sq_bh(void *opaque);
 
 /* ------------------------------------------------------------------------------ interrupts */
 
@@ -280,7 +279,6 @@ uint16_t nhc_create_sq(NhcCtrl *n, uint16_t sqid, uint16_t cqid, uint64_t dma_ad
         req->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, nhc_req_timer, req);
         QTAILQ_INSERT_TAIL(&sq->free_list, req, entry);
     }
-    sq->bh = qemu_bh_new_guarded(nhc_sq_bh, sq, &DEVICE(n)->mem_reentrancy_guard);
     QTAILQ_INSERT_TAIL(&n->cq[cqid]->sq_list, sq, entry);
     n->sq[sqid] = sq;
     return NVME_SUCCESS;
@@ -326,7 +324,6 @@ void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, bool post)
         }
     }
     QTAILQ_REMOVE(&cq->sq_list, sq, entry);
-    qemu_bh_delete(sq->bh);
     for (uint32_t i = 0; i < sq->size; i++) {
         timer_free(sq->reqs[i].timer);
     }
@@ -349,7 +346,14 @@ void nhc_delete_cq(NhcCtrl *n, uint16_t cqid)
 
 /* ------------------------------------------------------------------------------ submission */
 
-static void nhc_process_sq(NhcSQ *sq)
+static bool nhc_sq_can_fetch(NhcSQ *sq)
+{
+    return sq->head != sq->tail && !QTAILQ_EMPTY(&sq->free_list) &&
+           !(sq->n->csts & NVME_CSTS_FAILED);
+}
+
+/* Fetch and start up to @burst commands. */
+static void nhc_process_sq(NhcSQ *sq, uint32_t burst)
 {
     NhcCtrl *n = sq->n;
 
@@ -357,8 +361,7 @@ static void nhc_process_sq(NhcSQ *sq)
         return;     /* the loop below picks up what a nested completion made possible */
     }
     sq->fetching = true;
-    while (sq->head != sq->tail && !QTAILQ_EMPTY(&sq->free_list) &&
-           !(n->csts & NVME_CSTS_FAILED)) {
+    while (burst-- && nhc_sq_can_fetch(sq)) {
         uint64_t addr = sq->dma_addr + (uint64_t)sq->head * sizeof(NvmeCmd);
         NhcReq *req = QTAILQ_FIRST(&sq->free_list);
         uint16_t status;
@@ -388,9 +391,38 @@ static void nhc_process_sq(NhcSQ *sq)
     sq->fetching = false;
 }
 
-static void nhc_sq_bh(void *opaque)
+/*
+ * Arbitration, round robin: one bottom half visits the SQs in queue-id order, fetching at most
+ * Arbitration Burst (2^AB; AB=7: no limit) commands from each, and goes round again until no SQ
+ * has anything it can fetch.
+ */
+static void nhc_fetch_bh(void *opaque)
 {
-    nhc_process_sq(opaque);
+    NhcCtrl *n = opaque;
+    uint32_t ab = n->features.arbitration & 7;
+    uint32_t burst = ab == 7 ? UINT32_MAX : 1u << ab;
+    bool progress;
+
+    do {
+        progress = false;
+        for (uint32_t qid = 0; qid < n->num_queues; qid++) {
+            NhcSQ *sq = n->sq[qid];
+            if (sq && nhc_sq_can_fetch(sq)) {
+                nhc_process_sq(sq, burst);
+                progress = true;
+            }
+        }
+    } while (progress);
+}
+
+/* Under -icount fetch at once (exact submission times); otherwise on the main loop. */
+static void nhc_sq_kick(NhcSQ *sq)
+{
+    if (icount_enabled()) {
+        nhc_process_sq(sq, UINT32_MAX);
+    } else {
+        qemu_bh_schedule(sq->n->fetch_bh);
+    }
 }
 
 /* After completions free request slots, SQs that had to stop fetching can go on. */
@@ -398,8 +430,8 @@ static void nhc_resume_sqs(NhcCtrl *n)
 {
     for (uint32_t i = 0; i < n->num_queues; i++) {
         NhcSQ *sq = n->sq[i];
-        if (sq && sq->head != sq->tail && !QTAILQ_EMPTY(&sq->free_list)) {
-            nhc_process_sq(sq);
+        if (sq && nhc_sq_can_fetch(sq)) {
+            nhc_sq_kick(sq);
         }
     }
 }
@@ -429,7 +461,7 @@ static void nhc_ctrl_reset(NhcCtrl *n)
     blk_drain(n->blkconf.blk);
     nhc_clear_queues(n);
     n->csts &= ~NVME_CSTS_READY;
-    n->features.arbitration = 0;
+    n->features.arbitration = NHC_ARBITRATION_DEFAULT;
     n->features.num_queues = (n->max_ioqpairs - 1) << 16 | (n->max_ioqpairs - 1);
     n->features.int_coalescing = 0;
     n->features.async_config = 0;
@@ -563,11 +595,7 @@ static void nhc_write_doorbell(NhcCtrl *n, hwaddr offset, uint32_t val)
             return;
         }
         sq->tail = val;
-        if (icount_enabled()) {
-            nhc_process_sq(sq);
-        } else {
-            qemu_bh_schedule(sq->bh);
-        }
+        nhc_sq_kick(sq);
     }
 }
 
@@ -776,7 +804,7 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
     if (!blkconf_apply_backend_options(&n->blkconf, false, true, errp)) {
         return;
     }
-    n->vwc_present = blk_enable_write_cache(n->blkconf.blk);
+    n->backend_wc = blk_enable_write_cache(n->blkconf.blk);
     if (!nh_config_check(&n->cfg, &gerr)) {
         error_setg(errp, "%s", gerr->message);
         return;
@@ -786,10 +814,13 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
         error_setg(errp, "%s", gerr->message);
         return;
     }
+    n->vwc_present = n->backend_wc || nh_engine_volatile_write_cache(n->engine);
+    n->wce = true;
     n->num_queues = n->max_ioqpairs + 1;
     n->sq = g_new0(NhcSQ *, n->num_queues);
     n->cq = g_new0(NhcCQ *, n->num_queues);
     g_queue_init(&n->events);
+    n->fetch_bh = qemu_bh_new_guarded(nhc_fetch_bh, n, &DEVICE(n)->mem_reentrancy_guard);
     nhc_init_regs(n);
     if (!nhc_init_pci(n, errp) || !nhc_ba_realize(n, errp)) {
         goto fail;
@@ -805,6 +836,7 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
 
 fail:
     nhc_ba_exit(n);
+    g_clear_pointer(&n->fetch_bh, qemu_bh_delete);
     msix_uninit(pci, &n->bar0, &n->bar0);
     g_free(n->sq);
     g_free(n->cq);
@@ -820,6 +852,7 @@ static void nhc_exit(PCIDevice *pci)
     nhc_state_close(n);
     qemu_remove_exit_notifier(&n->exit_notifier);
     nhc_ba_exit(n);
+    g_clear_pointer(&n->fetch_bh, qemu_bh_delete);
     msix_uninit(pci, &n->bar0, &n->bar0);
     g_free(n->sq);
     g_free(n->cq);

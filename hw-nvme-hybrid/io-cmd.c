@@ -258,7 +258,7 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
         n->smart.data_units_read += len >> 9;
     }
     status = nhc_io_model(n, req, write ? NH_OP_WRITE : NH_OP_READ, off, len,
-                          fua ? NH_REQ_FUA : 0);
+                          fua || !n->wce ? NH_REQ_FUA : 0);
     if (status != NHC_ASYNC) {
         return status;
     }

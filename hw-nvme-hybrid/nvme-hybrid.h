@@ -41,6 +41,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
 #define NHC_VENDOR_LOG      0xc0    /* engine statistics, see docs/vendor-log.md */
 #define NHC_ASYNC           0xffff  /* handler status: completion comes later */
 #define NHC_TEMPERATURE_K   308     /* no thermal model: a constant 35 C */
+#define NHC_ARBITRATION_DEFAULT 7   /* Arbitration Burst 7: no limit until the host sets one */
 
 /* Vendor specific admin opcodes of the BAR1 window (docs/bar-pm.md); the low two bits give
  * the data direction: 00 none, 10 controller to host. */
@@ -88,7 +89,6 @@ struct NhcSQ {
     uint32_t        head, tail, size;
     uint64_t        dma_addr;
     bool            fetching;       /* in nhc_process_sq: completions must not re-enter it */
-    QEMUBH         *bh;             /* fetches on the main loop (see ctrl.c) */
     NhcReq         *reqs;
     QTAILQ_HEAD(, NhcReq) free_list;
     QTAILQ_HEAD(, NhcReq) out_list;
@@ -147,8 +147,11 @@ struct NhcCtrl {
     char           *state_file;
     NhConfig        cfg;
     /* A volatile write cache exists when the block backend caches writes (write-cache=on or
-     * the backend's default); fixed at realize, enabled or not by Set Features 06h. */
+     * the backend's default) or the engine has a volatile write buffer; fixed at realize,
+     * enabled or not by Set Features 06h (disabled: every write is FUA). */
     bool            vwc_present;
+    bool            backend_wc;     /* the backend cached writes at realize */
+    bool            wce;            /* Set Features 06h: write cache enabled */
 
     /* controller registers */
     uint64_t        cap;
@@ -168,6 +171,7 @@ struct NhcCtrl {
     uint32_t        num_vectors;
 
     NhcFeatures     features;
+    QEMUBH         *fetch_bh;       /* round-robin command fetch (see ctrl.c) */
 
     /* asynchronous events */
     NhcReq         *aer_reqs[NHC_AERL + 1];
