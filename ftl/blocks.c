@@ -334,9 +334,40 @@ void nh_blocks_background(NhBlocks *b, uint64_t now, bool defer)
 
 /* ------------------------------------------------------------------ life cycle */
 
-static uint32_t pct_blocks(uint32_t spare, uint32_t pct)
+static uint32_t pct_blocks(uint64_t spare, uint32_t pct)
 {
-    return (uint32_t)(((uint64_t)spare * pct + 99) / 100);
+    return (uint32_t)((spare * pct + 99) / 100);
+}
+
+/* Free-block watermarks of a plane with @spare blocks beyond its share of the live data.
+ * gc-high may equal gc-low in blocks (no hysteresis): on a small plane every block kept free
+ * is one that holds no invalid pages, so the band is not widened beyond what was asked. */
+static void watermarks(const NhConfig *cfg, uint64_t spare, uint32_t reserve, uint32_t *crit,
+                       uint32_t *low, uint32_t *high)
+{
+    *crit = MAX(reserve + 1, pct_blocks(spare, cfg->gc_critical));
+    *low = MAX(*crit + 1, pct_blocks(spare, cfg->gc_low));
+    *high = MAX(*low, pct_blocks(spare, cfg->gc_high));
+}
+
+uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t npu,
+                             uint32_t held, uint32_t reserve)
+{
+    uint64_t per_plane = (uint64_t)cfg->pages * npu;
+    uint64_t data = (live_pages + per_plane - 1) / per_plane;
+    uint64_t room = MAX(1, (data * cfg->op + 99 - cfg->op) / (100 - cfg->op));
+    uint32_t crit, low, high;
+
+    if (cfg->gc_high >= 100) {
+        return 0;   /* every spare block kept free: no block could ever hold invalid pages */
+    }
+    /* spare - high grows by at least one block per 100 / (100 - gc-high) blocks: this ends */
+    for (uint64_t s = held + reserve + 2;; s++) {
+        watermarks(cfg, s, reserve, &crit, &low, &high);
+        if (s >= held + high + room) {
+            return s > UINT32_MAX ? 0 : (uint32_t)s;
+        }
+    }
 }
 
 uint64_t *nh_touched_new(uint64_t n)
@@ -347,7 +378,7 @@ uint64_t *nh_touched_new(uint64_t n)
 bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, GError **errp)
 {
     const NhGeometry *g = &env->nand->g;
-    uint32_t spare;
+    uint64_t spare;
 
     memset(b, 0, sizeof(*b));
     b->s = *spec;
@@ -357,17 +388,10 @@ bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, 
     b->pages = g->pages;
     b->blocks = g->blocks;
     b->npu = g->npu;
-    /* the engine checked that the spare covers these (see the FTL's spare_blocks) */
-    spare = (uint32_t)((g->nblocks - (spec->live_pages + g->pages - 1) / g->pages) / g->npu);
-    b->crit = MAX(spec->reserve + 1, pct_blocks(spare, env->cfg->gc_critical));
-    b->low = MAX(b->crit + 1, pct_blocks(spare, env->cfg->gc_low));
-    b->high = MAX(b->low + 1, pct_blocks(spare, env->cfg->gc_high));
-    if (b->high > b->blocks - 2) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "gc-high: %u%% of the spare blocks is %u of the %u blocks per plane; too many",
-                    env->cfg->gc_high, b->high, b->blocks);
-        return false;
-    }
+    /* the engine sized the geometry with the FTL's spare_blocks (nh_blocks_min_spare), so the
+     * frontiers, the gc-high free blocks and room for invalid pages fit in every plane */
+    spare = (g->nblocks - (spec->live_pages + g->pages - 1) / g->pages) / g->npu;
+    watermarks(env->cfg, spare, spec->reserve, &b->crit, &b->low, &b->high);
     b->p2l = nh_lazy_alloc(g->npages, sizeof(uint32_t));
     b->blk = nh_lazy_alloc(g->nblocks, sizeof(NhBlock));
     if (!b->p2l || !b->blk) {

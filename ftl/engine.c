@@ -9,11 +9,6 @@
 
 #include <string.h>
 
-/* Every plane needs spare blocks for its two open blocks, the GC reserve and room to clean;
- * below this, GC could find no victim while the plane is full.  An FTL that needs more says so
- * in its spare_blocks hook. */
-#define MIN_SPARE_PER_PLANE 4
-
 static uint64_t logical_pages_of(uint64_t npages, uint32_t op)
 {
     return npages * (100 - op) / 100;
@@ -54,7 +49,15 @@ static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages,
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "capacity: must be larger than 0");
         return false;
     }
-    spare = ops->spare_blocks ? ops->spare_blocks(cfg, need, (uint32_t)npu) : MIN_SPARE_PER_PLANE;
+    /* every plane needs spare blocks for the FTL's open blocks, its free-block watermarks and
+     * invalid pages for GC to reclaim; the FTL says how many */
+    spare = ops->spare_blocks(cfg, need, (uint32_t)npu);
+    if (!spare) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "gc-high: %u%% of the spare blocks kept free leaves GC no block with invalid "
+                    "pages to reclaim; use less than 100", cfg->gc_high);
+        return false;
+    }
     if (cfg->blocks == 0) {
         blocks = need * 100 / ((uint64_t)(100 - cfg->op) * per_block_logical) + 1;
         while (blocks > 1 && logical_pages_of((blocks - 1) * per_block_logical, cfg->op) >= need

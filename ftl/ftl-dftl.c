@@ -415,14 +415,15 @@ static uint64_t tpages_of(const NhConfig *cfg, uint64_t lpages)
 
 /*
  * Per plane: three frontiers (host data, GC data, translation), a reserve of two (one GC step
- * may fill a data block and a translation block), one block to clean with, and room for the
- * translation pages, doubled because they need not spread evenly over the planes.
+ * may fill a data block and a translation block), and room for the translation pages, doubled
+ * because they need not spread evenly over the planes; then the block layer's free blocks and
+ * room for invalid pages (nh_blocks_min_spare).
  */
 static uint32_t dftl_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
 {
     uint64_t per_plane = (tpages_of(cfg, lpages) + (uint64_t)cfg->pages * npu - 1) /
                          ((uint64_t)cfg->pages * npu);
-    return (uint32_t)(6 + 2 * per_plane);
+    return nh_blocks_min_spare(cfg, lpages, npu, (uint32_t)(NFRONT + 2 * per_plane), 2);
 }
 
 static void *dftl_create(const NhFtlEnv *env, GError **errp)

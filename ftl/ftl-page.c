@@ -136,6 +136,12 @@ static void page_destroy(void *opaque)
     g_free(f);
 }
 
+/* Two frontiers per plane and a reserve of one (see page_create). */
+static uint32_t page_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
+{
+    return nh_blocks_min_spare(cfg, lpages, npu, NFRONT, 1);
+}
+
 static void *page_create(const NhFtlEnv *env, GError **errp)
 {
     PageFtl *f = g_new0(PageFtl, 1);
@@ -211,4 +217,5 @@ const NhFtlOps nh_ftl_page_ops = {
     .save = page_save,
     .load = page_load,
     .check = page_check,
+    .spare_blocks = page_spare_blocks,
 };

@@ -57,7 +57,8 @@ typedef struct NhFtlOps {
     /* full consistency check for tests: NULL when consistent, else what is wrong (g_free) */
     char *(*check)(void *ftl);
     /* blocks per plane the FTL needs beyond those holding the logical space (its frontiers,
-     * GC reserve, own metadata); NULL means 4.  The engine sizes blocks=auto with it. */
+     * GC reserve and watermarks, own metadata, room to clean); 0 when no size suffices.  The
+     * engine sizes blocks=auto with it and refuses an explicit blocks below it. */
     uint32_t (*spare_blocks)(const NhConfig *cfg, uint64_t lpages, uint32_t npu);
     /* does logical block @lbn (lpn / pages) have valid pages in log blocks?  For the ref write
      * buffer (buffers/ref.c); NULL = the FTL has no log blocks (answer: no) */

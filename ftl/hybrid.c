@@ -419,7 +419,7 @@ bool hy_in_log(void *opaque, uint64_t lbn)
 /* ------------------------------------------------------------------ creation */
 
 /* The log-block pool and the free block a merge needs, spread over the planes; at least the
- * engine's usual 4 per plane, which with log-blocks=auto all become log blocks but one. */
+ * minimum of 4 per plane, which with log-blocks=auto all become log blocks but one. */
 uint32_t hy_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
 {
     (void)lpages;

@@ -180,6 +180,12 @@ char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
     add_uint(b, "physical_bytes", nand->g.npages * nand->g.page_size);
     add_uint(b, "parallel_units", nand->g.npu);
     add_uint(b, "blocks_total", nand->g.nblocks);
+    add_uint(b, "blocks_per_plane", nand->g.blocks);
+    /* beyond the plane's share of the logical space, as blocks=auto counts them */
+    add_uint(b, "spare_blocks_per_plane",
+             nand->g.blocks - ((capacity + nand->g.page_size - 1) / nand->g.page_size +
+                               (uint64_t)nand->g.pages * nand->g.npu - 1) /
+                              ((uint64_t)nand->g.pages * nand->g.npu));
     add_uint(b, "pages_total", nand->g.npages);
     add_uint(b, "t_read_ns", nand->t.t_read);
     add_uint(b, "t_prog_ns", nand->t.t_prog);
