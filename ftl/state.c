@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
+#include <zlib.h>
 
 #define MAGIC "NHSTATE"
 #define VERSION 1
@@ -33,40 +34,16 @@
 #define OFF_CLEAN 12
 #define OFF_CRC 48
 
-static uint32_t crc_table[256];
-
-static void crc_init(void)
-{
-    static gsize once;
-    if (g_once_init_enter(&once)) {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) {
-                c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            }
-            crc_table[i] = c;
-        }
-        g_once_init_leave(&once, 1);
-    }
-}
-
-static uint32_t crc32_update(uint32_t crc, const guint8 *p, size_t n)
-{
-    crc = ~crc;
-    while (n--) {
-        crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-    }
-    return ~crc;
-}
-
+/* zlib's CRC-32 is the IEEE one (reflected 0xEDB88320, inverted in and out) that version 1
+ * files were written with by a table of our own, so the format did not change with it.
+ * crc32_z takes a size_t length: a large device's mapping may pass 4 GiB. */
 static uint32_t image_crc(const guint8 *hdr, const guint8 *rest, size_t len)
 {
     guint8 h[HDR];
     memcpy(h, hdr, HDR);
     memset(h + OFF_CLEAN, 0, 4);
     memset(h + OFF_CRC, 0, 4);
-    crc_init();
-    return crc32_update(crc32_update(0, h, HDR), rest, len);
+    return (uint32_t)crc32_z(crc32_z(0, h, HDR), rest, len);
 }
 
 uint64_t nh_engine_state_hash(const NhEngine *eng)
