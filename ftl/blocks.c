@@ -302,7 +302,18 @@ uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front)
 {
     uint32_t ppn = NH_NONE;
 
-    /* the capacity check at creation guarantees some plane accepts the page */
+    /*
+     * Some plane accepts the page.  Page FTL (reserve 1, two frontiers): a GC step copies fewer
+     * than a block's pages (greedy takes a block with an invalid page), a wear-levelling move
+     * at most a block's, so either opens at most one block, and it frees its victim: a plane never falls below one free block.  A plane refuses
+     * only with one free block and no closed block holding an invalid page, so it holds at
+     * least (blocks - 3) blocks of valid data (all but the free block and the two frontiers).
+     * If every plane refused, the device would hold npu * (blocks - 3) blocks of valid data,
+     * more than the logical space, since nh_blocks_min_spare gives every plane at least
+     * 2 + 3 + 1 spare blocks.  DFTL's steps may also open a translation block (its reserve is
+     * two); that the spare makes every plane refusing at once impossible there is argued from
+     * the same count but not proven, so the assertion stays as the check of it.
+     */
     for (uint32_t tries = 0; tries < b->npu && ppn == NH_NONE; tries++) {
         ppn = host_page_in(b, b->order[b->rr[front]], front);
         b->rr[front] = b->rr[front] + 1 == b->npu ? 0 : b->rr[front] + 1;

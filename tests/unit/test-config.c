@@ -188,6 +188,21 @@ static void test_engine_refuses(void)
     g_free(v);
     g_assert_null(nh_engine_new(&c, 64ull << 20, &err));
     g_clear_error(&err);
+    /* 256 MiB on the default 32 planes: 12 blocks per plane hold the capacity after op, but
+     * leave 4 spare, fewer than the 2 open blocks, 3 free at gc-high and 1 of room GC needs */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "blocks=12", NULL));
+    g_assert_null(nh_engine_new(&c, 256ull << 20, &err));
+    g_assert_nonnull(strstr(err->message, "blocks: 12 blocks per plane give"));
+    g_assert_nonnull(strstr(err->message, "6 spare blocks per plane"));
+    g_assert_nonnull(strstr(err->message, "need at least 14"));
+    g_clear_error(&err);
+    /* every spare block kept free leaves none for invalid pages at any size */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "gc-high=100", NULL));
+    g_assert_null(nh_engine_new(&c, 256ull << 20, &err));
+    g_assert_nonnull(strstr(err->message, "gc-high:"));
+    g_clear_error(&err);
 }
 
 int main(int argc, char **argv)
