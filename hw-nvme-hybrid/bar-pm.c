@@ -135,6 +135,7 @@ static uint16_t nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff
                       err->message);
         return NVME_INTERNAL_DEV_ERROR;
     }
+    n->state_changed = true;            /* counters moved: the next checkpoint saves them */
     if (to_lbas) {
         nhc_state_touch(n);
         ret = blk_pwrite(n->blkconf.blk, r.offset, len, n->ba->window + woff, BDRV_REQ_FUA);
