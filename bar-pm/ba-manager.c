@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -323,6 +324,12 @@ NhBa *nh_ba_open(const char *path, uint64_t size, uint32_t entries, uint32_t lba
     if (ba->fd < 0 || fstat(ba->fd, &st) < 0) {
         g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: cannot open %s: %s", path,
                     g_strerror(errno));
+        goto fail;
+    }
+    /* Two devices on one window would each take the other's stores for their own. */
+    if (flock(ba->fd, LOCK_EX | LOCK_NB) < 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s is in use by another device "
+                    "or QEMU (%s)", path, g_strerror(errno));
         goto fail;
     }
     fresh = st.st_size == 0;

@@ -232,6 +232,17 @@ def test_ba_file_of_another_geometry_refused(qemu_binary, tmp_path):
     assert f2.read_bytes() == b"not ours" * 100
 
 
+def test_ba_file_in_use_refused(qemu_binary, tmp_path):
+    f = tmp_path / "w.ba"
+    vm = start(qemu_binary, f"ba-file={f}")
+    try:
+        r = run_qemu(qemu_binary, tmp_path, f"ba-file={f}")
+        assert r.returncode == 1 and "in use" in r.stderr, r.stderr
+        assert vm.alive()
+    finally:
+        vm.close()
+
+
 # -- power loss ------------------------------------------------------------------------
 
 PATTERN = bytes((i * 7 + 3) & 0xFF for i in range(64 * 1024))
