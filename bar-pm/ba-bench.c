@@ -61,7 +61,7 @@ int main(int argc, char **argv)
     static const size_t sizes[] = { 64, 512, 4096 };
     int ops = 20000, block_ops = 2000, fd;
     const char *blockdev = NULL;
-    uint64_t *lat, devsize, region, t0;
+    uint64_t *lat, devsize, region, start, t0;
     ba_dev *dev;
     ba_info info;
     uint8_t *buf;
@@ -106,7 +106,8 @@ int main(int argc, char **argv)
 
     printf("{\"window_bytes\": %zu, \"results\": [\n", ba_window_size(dev));
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-        uint64_t off = 0, start = now_ns();
+        uint64_t off = 0;
+        start = now_ns();
         for (int i = 0; i < ops; i++) {
             if (off + sizes[s] > info.window_size) {
                 off = 0;
@@ -121,20 +122,17 @@ int main(int argc, char **argv)
     }
 
     region = devsize - info.window_size < (1ull << 30) ? devsize - info.window_size : 1ull << 30;
-    t0 = now_ns();
-    {
-        uint64_t start = t0;
-        for (int i = 0; i < block_ops; i++) {
-            uint64_t off = (uint64_t)i * 4096 % region;
-            t0 = now_ns();
-            if (pwrite(fd, buf, 4096, off) != 4096 || fdatasync(fd)) {
-                fprintf(stderr, "ba-bench: write to %s: %s\n", blockdev, strerror(errno));
-                return 1;
-            }
-            lat[i] = now_ns() - t0;
+    start = now_ns();
+    for (int i = 0; i < block_ops; i++) {
+        uint64_t off = (uint64_t)i * 4096 % region;
+        t0 = now_ns();
+        if (pwrite(fd, buf, 4096, off) != 4096 || fdatasync(fd)) {
+            fprintf(stderr, "ba-bench: write to %s: %s\n", blockdev, strerror(errno));
+            return 1;
         }
-        report("block", 4096, lat, block_ops, now_ns() - start, 1);
+        lat[i] = now_ns() - t0;
     }
+    report("block", 4096, lat, block_ops, now_ns() - start, 1);
     printf("]}\n");
     if (ba_flush(dev, 0)) {
         fprintf(stderr, "ba-bench: %s\n", ba_error(dev));

@@ -10,11 +10,9 @@
  * docs/bar-pm.md is the user-facing description.
  */
 #include "qemu/osdep.h"
-#include "qemu/units.h"
 #include "qemu/log.h"
 #include "qemu/error-report.h"
 #include "qapi/error.h"
-#include "qapi/visitor.h"
 #include "block/block_int-common.h"
 #include "system/block-backend.h"
 #include "system/runstate.h"
