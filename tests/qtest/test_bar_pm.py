@@ -132,6 +132,12 @@ def test_pin_sync_flush(vm, ba):
     assert data == old[:3] + new + old[780:], "BA_SYNC wrote the window to the LBAs"
     assert ba.info(0)[1]["state"] == 1, "still pinned after BA_SYNC"
 
+    # nor Write Zeroes, nor Deallocate
+    assert_status(ba.c.cmd(ioq, nq.sqe(nq.IO_WRITE_ZEROES, nsid=1, cdw10=107, cdw12=0)),
+                  MEDIA, SC_ACCESS_DENIED, "Write Zeroes of a pinned LBA")
+    ranges = ba.c.dma_buffer(16, struct.pack("<IIQ", 0, 4, 98))
+    assert_status(ba.c.cmd(ioq, nq.sqe(nq.IO_DSM, nsid=1, prp1=ranges, cdw10=0, cdw11=4)),
+                  MEDIA, SC_ACCESS_DENIED, "Deallocate of pinned LBAs")
     ba.wwrite(4096, b"last")
     assert ba.flush(0).ok
     assert ba.info(0)[1]["state"] == 0, "BA_FLUSH releases the entry"
@@ -305,6 +311,25 @@ def test_power_cut_saves_the_window(qemu_binary, tmp_path):
         b = Ba(vm)
         check_restored(b, RESTORED)
         assert b.info(2)[1]["dumps"] == 1
+    finally:
+        vm.close()
+
+
+def test_quit_saves_the_window(qemu_binary, tmp_path):
+    props = f"ba-file={tmp_path / 'w.ba'}"
+    vm = start(qemu_binary, props)
+    try:
+        write_and_pin(Ba(vm))
+        try:
+            vm.qmp.execute("quit")
+        except nq.QemuDied:
+            pass
+        assert vm.proc.wait(30) == 0
+    finally:
+        vm.close()
+    vm = start(qemu_binary, props)
+    try:
+        check_restored(Ba(vm), RESTORED)
     finally:
         vm.close()
 
