@@ -281,7 +281,8 @@ int main(int argc, char **argv)
 
         if (opt_qd) {
             if (inflight.n == opt_qd) {
-                now = MAX(now, inflight_pop(&inflight));
+                uint64_t freed = inflight_pop(&inflight);   /* not inside MAX(): evaluated twice */
+                now = MAX(now, freed);
             }
         } else {
             if (i == 0) {

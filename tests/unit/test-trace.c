@@ -290,19 +290,21 @@ static void test_sim_samples(void)
         g_test_skip("NH_SIM not set");
         return;
     }
-    for (size_t i = 0; i < G_N_ELEMENTS(s); i++) {
-        char *path = sample_path(s[i].file), *errs = NULL, *out;
-        char *args[] = { "--trace", path, "--format", (char *)s[i].format, "--json", "--qd", "4",
-                         "--capacity", "2T", "--device", "ftl=dftl", NULL };
+    /* every queue depth, 1 included: a full queue frees exactly one slot per request */
+    for (size_t i = 0; i < G_N_ELEMENTS(s) * 4; i++) {
+        char *path = sample_path(s[i / 4].file), *errs = NULL, *out;
+        char qd[2] = { (char)('1' + i % 4), 0 };
+        char *args[] = { "--trace", path, "--format", (char *)s[i / 4].format, "--json", "--qd",
+                         qd, "--capacity", "2T", "--device", "ftl=dftl", NULL };
         int status;
 
         out = run_sim(args, &status, &errs);
         g_assert_true(g_spawn_check_wait_status(status, NULL));
         g_assert_true(g_str_has_prefix(out, "{"));     /* the document, nothing else */
         for (int k = 0; k < 4; k++) {
-            char *want = g_strdup_printf("\"%s\" : %d,", keys[k], s[i].n[k]);
+            char *want = g_strdup_printf("\"%s\" : %d,", keys[k], s[i / 4].n[k]);
             if (!strstr(out, want)) {
-                g_error("%s: expected %s in\n%s\n%s", s[i].file, want, out, errs);
+                g_error("%s qd %s: expected %s in\n%s\n%s", s[i / 4].file, qd, want, out, errs);
             }
             g_free(want);
         }
