@@ -186,8 +186,9 @@ static void nhc_io_cb(void *opaque, int ret)
 /*
  * Under -icount the virtual clock runs with guest instructions and jumps to the next timer
  * when the vCPUs idle, so an asynchronous backend completion could land arbitrarily late in
- * guest time.  There, data moves synchronously while the doorbell write is handled, and the
- * guest sees exactly the modeled completion time.
+ * guest time.  There, every command (this one, and Compare, Write Zeroes, Dataset Management
+ * and Flush below) does its backend I/O synchronously while the doorbell write is handled, and
+ * the guest sees exactly the modeled completion time.
  */
 static void nhc_io_rw_sync(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, bool write)
 {
@@ -325,6 +326,10 @@ static uint16_t nhc_io_compare(NhcCtrl *n, NhcReq *req)
     req->bounce_len = len;
     req->bounce = g_malloc(2 * len);
     qemu_iovec_init_buf(&req->iov, req->bounce, len);
+    if (icount_enabled()) {
+        nhc_compare_cb(req, blk_pread(n->blkconf.blk, off, len, req->bounce, 0));
+        return NHC_ASYNC;
+    }
     req->aiocb = blk_aio_preadv(n->blkconf.blk, off, &req->iov, 0, nhc_compare_cb, req);
     return NHC_ASYNC;
 }
@@ -351,6 +356,11 @@ static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
     if (status != NHC_ASYNC) {
         return status;
     }
+    if (icount_enabled()) {
+        nhc_io_cb(req, blk_pwrite_zeroes(n->blkconf.blk, off, len,
+                                         deac ? BDRV_REQ_MAY_UNMAP : 0));
+        return NHC_ASYNC;
+    }
     req->aiocb = blk_aio_pwrite_zeroes(n->blkconf.blk, off, len,
                                        deac ? BDRV_REQ_MAY_UNMAP : 0, nhc_io_cb, req);
     return NHC_ASYNC;
@@ -373,10 +383,14 @@ static void nhc_dsm_next(void *opaque, int ret)
         if (!le32_to_cpu(r->nlb)) {
             continue;
         }
-        req->aiocb = blk_aio_pwrite_zeroes(n->blkconf.blk,
-                                           le64_to_cpu(r->slba) << n->lba_shift,
-                                           (uint64_t)le32_to_cpu(r->nlb) << n->lba_shift,
-                                           BDRV_REQ_MAY_UNMAP, nhc_dsm_next, req);
+        uint64_t off = le64_to_cpu(r->slba) << n->lba_shift;
+        uint64_t len = (uint64_t)le32_to_cpu(r->nlb) << n->lba_shift;
+        if (icount_enabled()) {
+            ret = blk_pwrite_zeroes(n->blkconf.blk, off, len, BDRV_REQ_MAY_UNMAP);
+            continue;
+        }
+        req->aiocb = blk_aio_pwrite_zeroes(n->blkconf.blk, off, len, BDRV_REQ_MAY_UNMAP,
+                                           nhc_dsm_next, req);
         return;
     }
     nhc_io_cb(req, ret);
@@ -437,6 +451,10 @@ static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
 
     if (status != NHC_ASYNC) {
         return status;
+    }
+    if (icount_enabled()) {
+        nhc_io_cb(req, blk_flush(n->blkconf.blk));
+        return NHC_ASYNC;
     }
     req->aiocb = blk_aio_flush(n->blkconf.blk, nhc_io_cb, req);
     return NHC_ASYNC;
