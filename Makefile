@@ -50,6 +50,8 @@ bench: all guest
 	scripts/bench-overhead
 	scripts/bench-fidelity
 	scripts/bench-sim
+	scripts/bench-ba
+	scripts/bench-ba --icount
 
 clean:
 	rm -rf $(BUILD)/qemu-build $(BUILD)/guest

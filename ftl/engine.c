@@ -240,6 +240,17 @@ static uint64_t do_write(NhEngine *eng, const NhRequest *req, uint64_t now, bool
     return eng->ops->write(eng->ftl, &w, now);
 }
 
+uint64_t nh_engine_drain(NhEngine *eng, uint64_t now)
+{
+    uint64_t t = eng->ops->flush(eng->ftl, now);
+
+    if (eng->buf) {
+        uint64_t tb = nh_buf_flush(eng->buf, now);
+        t = MAX(t, tb);
+    }
+    return t;
+}
+
 bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
                       GError **errp)
 {
@@ -299,11 +310,7 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
         break;
     }
     case NH_OP_FLUSH:
-        t = eng->ops->flush(eng->ftl, now);
-        if (eng->buf) {
-            uint64_t tb = nh_buf_flush(eng->buf, now);
-            t = MAX(t, tb);
-        }
+        t = nh_engine_drain(eng, now);
         eng->stats.host_flush_cmds++;
         break;
     }

@@ -70,6 +70,14 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
  */
 bool nh_engine_volatile_write_cache(const NhEngine *eng);
 
+/*
+ * Write back everything volatile (the write buffer's dirty pages, the FTL's cached state) as a
+ * Flush would, but as the device's own doing: no host command is counted.  Front ends call it
+ * before a clean nh_engine_save(), so the saved mapping holds every page the host wrote.
+ * Returns when the flash work completes.
+ */
+uint64_t nh_engine_drain(NhEngine *eng, uint64_t now);
+
 /* Is the logical page holding byte @offset mapped (written and not trimmed)? */
 bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset);
 

@@ -155,6 +155,7 @@ void nhc_state_save(NhcCtrl *n)
         return;
     }
     nhc_state_account_power_on(n);
+    nh_engine_drain(n->engine, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
     if (!nh_engine_save(n->engine, n->state_path, &n->smart, sizeof(n->smart), &err)) {
         warn_report("nvme-hybrid: cannot save state to %s: %s", n->state_path, err->message);
         return;
