@@ -234,6 +234,9 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     uint64_t off = slba << n->lba_shift;
     bool write = rw->opcode == NVME_CMD_WRITE;
     bool fua = le16_to_cpu(rw->control) & NVME_RW_FUA;
+    /* Dataset Management field, Access Latency = Low (11b): a priority request, during which
+     * the engine defers background cleaning (seed 001's priority-aware cleaning). */
+    uint32_t prio = (rw->dsmgmt & 0x30) == NVME_RW_DSM_LATENCY_LOW ? NH_REQ_PRIORITY : 0;
     uint16_t status;
 
     status = nhc_check_range(n, slba, nlb);
@@ -259,7 +262,7 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
         n->smart.data_units_read += len >> 9;
     }
     status = nhc_io_model(n, req, write ? NH_OP_WRITE : NH_OP_READ, off, len,
-                          fua || !n->wce ? NH_REQ_FUA : 0);
+                          (fua || !n->wce ? NH_REQ_FUA : 0) | prio);
     if (status != NHC_ASYNC) {
         return status;
     }
