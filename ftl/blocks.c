@@ -302,6 +302,11 @@ uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front)
 {
     uint32_t ppn = NH_NONE;
 
+    if (b->unit_left[front]) {
+        /* the rest of a word line: blocks hold whole word lines, so no new block and no GC */
+        b->unit_left[front]--;
+        return take_page(b, &b->pu[b->unit_pu[front]], front);
+    }
     /*
      * Some plane accepts the page.  Page FTL (reserve 1, two frontiers): a GC step copies fewer
      * than a block's pages (greedy takes a block with an invalid page), a wear-levelling move
@@ -315,10 +320,12 @@ uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front)
      * the same count but not proven, so the assertion stays as the check of it.
      */
     for (uint32_t tries = 0; tries < b->npu && ppn == NH_NONE; tries++) {
-        ppn = host_page_in(b, b->order[b->rr[front]], front);
+        b->unit_pu[front] = b->order[b->rr[front]];
+        ppn = host_page_in(b, b->unit_pu[front], front);
         b->rr[front] = b->rr[front] + 1 == b->npu ? 0 : b->rr[front] + 1;
     }
     g_assert(ppn != NH_NONE);
+    b->unit_left[front] = b->nand->wl - 1;
     return ppn;
 }
 

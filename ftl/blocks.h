@@ -79,6 +79,8 @@ typedef struct NhBlocks {
     uint32_t  *bucket;      /* [npu * (pages + 1)] list heads by valid count */
     uint32_t  *order;       /* [npu] striping order */
     uint32_t   rr[NH_MAX_FRONT];    /* next index into order, per frontier */
+    uint32_t   unit_left[NH_MAX_FRONT]; /* pages of the word line being handed out (one-shot) */
+    uint32_t   unit_pu[NH_MAX_FRONT];   /* ... and its plane */
     uint32_t   bg_active, bg_cursor;
     uint32_t   crit, low, high;     /* free-block thresholds per plane */
     NhMove    *moves;       /* [pages] scratch for one victim */
@@ -98,7 +100,9 @@ uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t 
 bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, GError **errp);
 void nh_blocks_destroy(NhBlocks *b);
 
-/* A page of frontier @front for host-side data, striped over the planes; may run foreground GC. */
+/* A page of frontier @front for host-side data, striped over the planes; may run foreground GC.
+ * With one-shot (the NAND's wl = 3) each plane hands out a whole word line, 3 consecutive
+ * pages, before the next plane's turn; the FTL asks for them in multiples of 3. */
 uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front);
 /* A page of frontier @front for what a GC step of plane @pu writes besides its copies: on a
  * plane with room that needs no GC, else in plane @pu, whose reserve covers it. */

@@ -21,6 +21,7 @@ static const char *const latency_names[] = { "model", "zero", NULL };
 static const char *const buf_media_names[] = { "dram", "sttmram", "custom", NULL };
 static const char *const buf_volatile_names[] = { "auto", "on", "off", NULL };
 static const char *const lbuf_mode_names[] = { "host", "device", NULL };
+static const char *const switch_names[] = { "off", "on", NULL };
 
 #define F(field) offsetof(NhConfig, field), sizeof(((NhConfig *)0)->field)
 #define MS 1000000ull
@@ -55,6 +56,9 @@ const NhConfigKey nh_config_keys[] = {
       "channel bus bandwidth in MB/s (10^6 bytes per second)" },
     { "pe-cycles", NH_KEY_UINT, F(pe_cycles), "auto", 1, 10000000, NULL, true,
       "rated program/erase cycles per block; auto = the cell preset" },
+    { "one-shot", NH_KEY_ENUM, F(one_shot), "off", 0, 0, switch_names, false,
+      "cell=tlc, ftl=page: program the 3 pages of a word line (LSB, CSB, MSB) in one operation "
+      "of one t-prog (HSP, seed 003); pages must be a multiple of 3" },
     { "ftl", NH_KEY_STRING, F(ftl), "page", 0, 0, nh_ftl_names, false,
       "flash translation layer" },
     { "gc", NH_KEY_ENUM, F(gc), "greedy", 0, 0, gc_names, false,
@@ -67,6 +71,10 @@ const NhConfigKey nh_config_keys[] = {
       "foreground GC (host writes wait) below this percent of the spare blocks" },
     { "wl-threshold", NH_KEY_UINT, F(wl_threshold), "0", 0, 1000000, NULL, false,
       "static wear levelling moves cold data when a plane's erase-count spread exceeds this; 0 = off" },
+    { "stripe-merge", NH_KEY_ENUM, F(stripe_merge), "off", 0, 0, switch_names, false,
+      "ftl=page: stage writes until a full stripe (a page, with one-shot a word line, on every "
+      "plane) and program it at once (seed 001); flush, FUA or one t-prog of waiting forces a "
+      "partial stripe out" },
     { "log-blocks", NH_KEY_UINT, F(log_blocks), "auto", 1, 1u << 24, NULL, true,
       "bast, fast, sast: log blocks in the pool (fast: 1 sequential + the rest random); "
       "auto = every spare block but the one merges need" },
@@ -403,6 +411,29 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
     if (cfg->gc_low >= cfg->gc_high) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "gc-low: must be below gc-high (%u), got %u",
                     cfg->gc_high, cfg->gc_low);
+        return false;
+    }
+    if (cfg->one_shot == NH_ON && cfg->cell != NH_CELL_TLC) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "one-shot: one-shot programming of a word line's 3 pages needs cell=tlc, "
+                    "got cell=%s", cell_names[cfg->cell]);
+        return false;
+    }
+    if (cfg->one_shot == NH_ON && cfg->pages % 3) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "one-shot: pages (%u) must be a multiple of 3, the pages of a TLC word line "
+                    "(e.g. pages=384)", cfg->pages);
+        return false;
+    }
+    if (cfg->one_shot == NH_ON && strcmp(cfg->ftl, "page")) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "one-shot: only ftl=page stages word lines, got ftl=%s", cfg->ftl);
+        return false;
+    }
+    if (cfg->stripe_merge == NH_ON && strcmp(cfg->ftl, "page")) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "stripe-merge: only ftl=page merges writes into stripes, got ftl=%s",
+                    cfg->ftl);
         return false;
     }
     if (!nh_buf_config_check(cfg, errp)) {

@@ -24,6 +24,7 @@ typedef enum NhLatencyMode { NH_LATENCY_MODEL, NH_LATENCY_ZERO } NhLatencyMode;
 typedef enum NhBufMedia { NH_BUF_DRAM, NH_BUF_STTMRAM, NH_BUF_CUSTOM } NhBufMedia;
 typedef enum NhBufVolatile { NH_BUF_VOLATILE_AUTO, NH_BUF_VOLATILE_ON, NH_BUF_VOLATILE_OFF } NhBufVolatile;
 typedef enum NhLbufMode { NH_LBUF_HOST, NH_LBUF_DEVICE } NhLbufMode;
+typedef enum NhSwitch { NH_OFF, NH_ON } NhSwitch;
 
 typedef struct NhConfig {
     /* NAND geometry */
@@ -42,6 +43,7 @@ typedef struct NhConfig {
     uint64_t t_erase;
     uint32_t channel_mbps;  /* channel bus bandwidth, MB/s (10^6 bytes) */
     uint32_t pe_cycles;     /* rated program/erase cycles; 0 = the cell preset's value */
+    NhSwitch one_shot;      /* tlc: the 3 pages of a word line in one program operation */
     /* FTL */
     char     ftl[16];
     NhGcPolicy gc;
@@ -49,6 +51,7 @@ typedef struct NhConfig {
     uint32_t gc_high;       /* ... and stops above this % */
     uint32_t gc_critical;   /* foreground GC below this % */
     uint32_t wl_threshold;  /* static wear levelling when erase spread exceeds this; 0 = off */
+    NhSwitch stripe_merge;  /* page: stage small writes until a full stripe (seed 001) */
     /* hybrid FTLs (bast, fast, sast) */
     uint32_t log_blocks;    /* log-block pool; 0 = auto (every spare block but one) */
     uint32_t sast_n;        /* sast: logical blocks per set */

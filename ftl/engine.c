@@ -242,13 +242,14 @@ static uint64_t do_write(NhEngine *eng, const NhRequest *req, uint64_t now, bool
 
 uint64_t nh_engine_drain(NhEngine *eng, uint64_t now)
 {
-    uint64_t t = eng->ops->flush(eng->ftl, now);
+    uint64_t t = now, tf;
 
+    /* the buffer first: what it writes back may be staged by the FTL (stripe-merge) */
     if (eng->buf) {
-        uint64_t tb = nh_buf_flush(eng->buf, now);
-        t = MAX(t, tb);
+        t = nh_buf_flush(eng->buf, now);
     }
-    return t;
+    tf = eng->ops->flush(eng->ftl, now);
+    return MAX(t, tf);
 }
 
 bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
@@ -373,6 +374,7 @@ void nh_engine_mark_written(NhEngine *eng, uint64_t offset, uint64_t length)
     req.offset -= req.offset % eng->cfg.page_size;
     req.length += offset - req.offset;
     do_write(eng, &req, eng->last_now, false);
+    eng->ops->flush(eng->ftl, eng->last_now);  /* nothing left staged (stripe-merge) */
     memcpy(&eng->stats, saved, sizeof(eng->stats));
     memcpy(eng->nand->die_free, die, sizeof(uint64_t) * g->ndies);
     memcpy(eng->nand->bus_free, bus, sizeof(uint64_t) * g->channels);

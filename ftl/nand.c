@@ -52,7 +52,9 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats)
     }
     /* MB/s is 10^6 B/s, so ns = bytes * 1000 / MBps; round up so a transfer never costs 0 */
     n->t.t_xfer = ((uint64_t)cfg->page_size * 1000 + cfg->channel_mbps - 1) / cfg->channel_mbps;
+    n->wl = cfg->one_shot == NH_ON ? 3 : 1;
     n->stats = stats;
+    n->op = g_new0(NhDieOp, n->g.ndies);
     n->die_free = g_new0(uint64_t, n->g.ndies);
     n->bus_free = g_new0(uint64_t, n->g.channels);
     n->erase_count = g_new0(uint32_t, n->g.nblocks);
@@ -63,6 +65,7 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats)
 void nh_nand_free(NhNand *n)
 {
     if (n) {
+        g_free(n->op);
         g_free(n->die_free);
         g_free(n->bus_free);
         g_free(n->erase_count);
@@ -73,16 +76,64 @@ void nh_nand_free(NhNand *n)
 
 static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+void nh_nand_batch_begin(NhNand *n)
+{
+    n->batch = ++n->batches;
+}
+
+void nh_nand_batch_end(NhNand *n)
+{
+    n->batch = 0;
+}
+
+/* The die's latest operation, if page @ppn may join it as a program (@program) or a read. */
+static NhDieOp *joinable(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t *slot)
+{
+    NhDieOp *op = &n->op[die];
+    uint32_t page = ppn % n->g.pages;
+    uint32_t plane = nh_pu_of_block(n, nh_block_of(n, ppn)) % n->g.planes;
+    uint32_t wl = program ? n->wl : 1;
+
+    *slot = 1ull << (plane * wl + page % wl);
+    if (!n->batch || op->batch != n->batch || op->program != program ||
+        n->die_free[die] != op->done || op->wordline != page / wl || (op->slots & *slot)) {
+        return NULL;
+    }
+    return op;
+}
+
+static void record(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t slot,
+                   uint64_t sensed, uint64_t done)
+{
+    n->op[die] = (NhDieOp){
+        .batch = n->batch, .sensed = sensed, .done = done, .slots = slot,
+        .wordline = ppn % n->g.pages / (program ? n->wl : 1), .program = program,
+    };
+}
+
 uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now)
 {
-    uint32_t blk = nh_block_of(n, ppn);
-    uint64_t *die = &n->die_free[nh_die_of_block(n, blk)];
+    uint32_t blk = nh_block_of(n, ppn), d = nh_die_of_block(n, blk);
+    uint64_t *die = &n->die_free[d];
     uint64_t *bus = &n->bus_free[nh_channel_of_block(n, blk)];
-    uint64_t sensed = max64(now, *die) + n->t.t_read;
-    uint64_t done = max64(sensed, *bus) + n->t.t_xfer;
+    uint64_t slot;
+    NhDieOp *op = joinable(n, d, ppn, false, &slot);
+    uint64_t sensed, done;
 
     if (ppn % n->g.pages >= n->next_page[blk]) {
         n->violations++;
+    }
+    if (op) {
+        /* sensed with the others in one tR; its transfer follows theirs */
+        sensed = op->sensed;
+        done = max64(max64(sensed, now), *bus) + n->t.t_xfer;
+        op->slots |= slot;
+        op->done = done;
+    } else {
+        sensed = max64(now, *die) + n->t.t_read;
+        done = max64(sensed, *bus) + n->t.t_xfer;
+        record(n, d, ppn, false, slot, sensed, done);
+        n->stats->nand_read_ops++;
     }
 
     /* the die's page register holds the data until the bus has moved it out */
@@ -94,12 +145,28 @@ uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now)
 
 uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now)
 {
-    uint32_t blk = nh_block_of(n, ppn);
-    uint64_t *die = &n->die_free[nh_die_of_block(n, blk)];
+    uint32_t blk = nh_block_of(n, ppn), d = nh_die_of_block(n, blk);
+    uint64_t *die = &n->die_free[d];
     uint64_t *bus = &n->bus_free[nh_channel_of_block(n, blk)];
-    /* data goes into the die's page register, so the die must be free when the transfer starts */
-    uint64_t moved = max64(max64(now, *die), *bus) + n->t.t_xfer;
-    uint64_t done = moved + n->t.t_prog;
+    uint64_t slot;
+    NhDieOp *op = joinable(n, d, ppn, true, &slot);
+    uint64_t moved, done;
+
+    if (op) {
+        /* its data follows the others into the die's registers; the one tPROG starts after */
+        moved = max64(max64(op->sensed, now), *bus) + n->t.t_xfer;
+        op->slots |= slot;
+        op->sensed = moved;
+    } else {
+        /* data goes into the die's page register, so the die must be free when the transfer
+         * starts */
+        moved = max64(max64(now, *die), *bus) + n->t.t_xfer;
+        record(n, d, ppn, true, slot, moved, 0);
+        op = &n->op[d];
+        n->stats->nand_program_ops++;
+    }
+    done = moved + n->t.t_prog;
+    op->done = done;
 
     /* ascending order; erased pages may be skipped (block-mapped FTLs leave holes) */
     if (ppn % n->g.pages < n->next_page[blk]) {

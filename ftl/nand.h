@@ -9,9 +9,16 @@
  *  - Timing: every die and every channel bus has a next-free time.  A read keeps the die busy
  *    for tR and then moves the page over the bus; a program moves the page over the bus and then
  *    keeps the die busy for tPROG; an erase keeps the die busy for tBERS.  Planes of one die share
- *    its timeline (no multi-plane commands yet).  Booking is first come, first served: an
- *    operation booked later never overtakes one booked earlier on the same resource, which is how
- *    host I/O ends up waiting behind GC booked before it.
+ *    its timeline.  Booking is first come, first served: an operation booked later never
+ *    overtakes one booked earlier on the same resource, which is how host I/O ends up waiting
+ *    behind GC booked before it.
+ *  - Multi-plane and one-shot operations: between nh_nand_batch_begin() and _end() (an FTL
+ *    issuing pages together), a page program joins the die's latest operation if nothing else
+ *    was booked on the die since, it is a program of the same word line (the same page offset;
+ *    with one-shot, the same group of 3 pages) and its plane and page are not in it yet: its
+ *    transfer follows the others on the bus and one tPROG, started after the last transfer,
+ *    covers them all.  Reads likewise share one tR (same page offset, other plane), their
+ *    transfers serial.  Outside a batch every operation is a page of its own.
  *  - Each operation counts itself in the NAND counters of the NhStats it was given and in the
  *    block's erase count; it returns the time the operation finishes.
  */
@@ -38,9 +45,23 @@ typedef struct NhTiming {
     uint32_t pe_cycles;
 } NhTiming;
 
+/* The latest operation booked on a die, which a page of the same batch may join. */
+typedef struct NhDieOp {
+    uint64_t batch;         /* 0: none */
+    uint64_t sensed;        /* read: tR ends; program: the last transfer ends */
+    uint64_t done;
+    uint64_t slots;         /* bit plane * wl + page % wl of every page in it */
+    uint32_t wordline;      /* page offset / wl */
+    bool     program;
+} NhDieOp;
+
 typedef struct NhNand {
     NhGeometry g;
     NhTiming   t;
+    uint32_t   wl;          /* pages one program operation covers per plane: 3 with one-shot */
+    uint64_t   batch;       /* current batch id; 0 outside a batch */
+    uint64_t   batches;     /* ids handed out */
+    NhDieOp   *op;          /* [ndies] */
     NhStats   *stats;
     uint64_t  *die_free;        /* [ndies] next-free time */
     uint64_t  *bus_free;        /* [channels] next-free time */
@@ -76,6 +97,12 @@ static inline uint32_t nh_channel_of_block(const NhNand *n, uint32_t blk)
 uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now);
 uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now);
 uint64_t nh_nand_erase(NhNand *n, uint32_t blk, uint64_t now);
+
+/* Pages read or programmed until _end() are issued together (see the contract above).  An
+ * earlier page's program may end later than its call returned, when a later page joined its
+ * operation: the caller takes the latest time any call of the batch returned. */
+void nh_nand_batch_begin(NhNand *n);
+void nh_nand_batch_end(NhNand *n);
 
 /* Erase-count summary over all blocks. */
 void nh_nand_wear(const NhNand *n, uint32_t *min, uint32_t *max, double *mean);

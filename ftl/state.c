@@ -259,13 +259,16 @@ bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clea
     end = d + len;
 
     /* build everything aside; the engine changes only once all of it parsed */
-    if (end - p < 8 || rd64(p) != nwords || (uint64_t)(end - p - 8) < nwords * 8) {
+    /* counters added since an image was written come after its words (stats.h): they start
+     * at 0 */
+    if (end - p < 8 || (n = rd64(p)) > nwords || n < NH_STATS_V1_WORDS ||
+        (uint64_t)(end - p - 8) < n * 8) {
         ok = damaged(errp, path, "counter section");
         goto out;
     }
     p += 8;
-    stats = g_new(NhStats, 1);
-    for (size_t i = 0; i < nwords; i++, p += 8) {
+    stats = g_new0(NhStats, 1);
+    for (size_t i = 0; i < n; i++, p += 8) {
         ((uint64_t *)stats)[i] = rd64(p);
     }
     if (end - p < 8 || (n = rd64(p)) > g->nblocks || (uint64_t)(end - p - 8) < n * 8) {

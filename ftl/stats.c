@@ -80,6 +80,8 @@ char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
     add_uint(b, "page_reads", s->nand_page_reads);
     add_uint(b, "page_programs", s->nand_page_programs);
     add_uint(b, "block_erases", s->nand_block_erases);
+    add_uint(b, "program_ops", s->nand_program_ops);
+    add_uint(b, "read_ops", s->nand_read_ops);
     json_builder_end_object(b);
 
     json_builder_set_member_name(b, "ftl");
@@ -90,6 +92,11 @@ char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
     add_uint(b, "wl_page_copies", s->ftl_wl_page_copies);
     add_uint(b, "wl_blocks", s->ftl_wl_blocks);
     add_uint(b, "rmw_reads", s->ftl_rmw_reads);
+    add_uint(b, "stripe_merges", s->ftl_stripe_merges);
+    add_uint(b, "stripe_partial", s->ftl_stripe_partial);
+    add_uint(b, "stripe_pages", s->ftl_stripe_pages);
+    add_uint(b, "stripe_overwrites", s->ftl_stripe_overwrites);
+    add_uint(b, "stripe_padding", s->ftl_stripe_padding);
     json_builder_set_member_name(b, "merges");
     json_builder_begin_object(b);
     add_uint(b, "switch", s->ftl_merges_switch);

@@ -14,6 +14,7 @@
 #define NH_STATS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -69,7 +70,20 @@ typedef struct NhStats {
     NhHist   buf_destage_len;           /* buffer.destage_length: pages per destage */
     NhHist   lat_read;                  /* latency_ns.read */
     NhHist   lat_write;                 /* latency_ns.write */
+    /* Added after the histograms so that a state file's counter section from before them is a
+     * prefix of this one (state.c loads it with these at 0). */
+    uint64_t nand_program_ops;          /* nand.program_ops: tPROGs (multi-plane, one-shot) */
+    uint64_t nand_read_ops;             /* nand.read_ops: tRs (multi-plane reads) */
+    uint64_t ftl_stripe_merges;         /* ftl.stripe_merges: full stripes programmed */
+    uint64_t ftl_stripe_partial;        /* ftl.stripe_partial: partial stripes forced out */
+    uint64_t ftl_stripe_pages;          /* ftl.stripe_pages: staged pages programmed */
+    uint64_t ftl_stripe_overwrites;     /* ftl.stripe_overwrites: staged pages rewritten */
+    uint64_t ftl_stripe_padding;        /* ftl.stripe_padding: one-shot word-line fill pages */
 } NhStats;
+
+/* Words of NhStats up to lat_write: the counter section of every state file written before
+ * nand_program_ops was added. */
+#define NH_STATS_V1_WORDS (offsetof(NhStats, nand_program_ops) / 8)
 
 static inline unsigned nh_hist_index(uint64_t v)
 {
