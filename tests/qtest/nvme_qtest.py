@@ -769,7 +769,7 @@ class IdNs:
         self.nsze, self.ncap, self.nuse = struct.unpack_from("<QQQ", d, 0)
         self.nsfeat, self.nlbaf, self.flbas = d[24], d[25], d[26]
         self.npwg, self.npwa, self.npdg, self.npda, self.nows = \
-            struct.unpack_from("<HHHHH", d, 74)
+            struct.unpack_from("<HHHHH", d, 64)
         self.lbaf = [struct.unpack_from("<I", d, 128 + 4 * i)[0] for i in range(16)]
 
     @property

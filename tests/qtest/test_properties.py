@@ -100,3 +100,24 @@ def test_readme_documents_every_property(qemu_binary):
     documented |= set(re.findall(r"`([a-z0-9-]+)`,? ", readme))
     missing = sorted(p for p in props if p not in documented)
     assert not missing, f"README.md's property tables lack: {missing}"
+
+
+@pytest.mark.parametrize("props,npwg,nows", [
+    # 4 KiB pages, 8 channels x 4 ways: a page, and a page on each of 32 planes (in 512 B LBAs)
+    ("", 8, 8 * 32),
+    # 16 KiB pages on 2 x 2 x 2 dies x 2 planes
+    ("page-size=16K,channels=2,ways=2,dies=2,planes=2,ba-size=0", 32, 32 * 16),
+    # TLC one-shot programs a word line of 3 pages at once
+    ("cell=tlc,one-shot=on,pages=384,channels=2,ways=1,ba-size=0", 24, 24 * 2),
+])
+def test_write_granularity_follows_geometry(qemu_binary, props, npwg, nows):
+    import nvme_qtest as nq
+    vm = nq.Vm(qemu_binary, MODEL, device_props=props + ("," if props else "") + "state-file=none")
+    try:
+        c = nq.Controller(vm)
+        c.enable()
+        ns = c.identify_ns(1)
+        assert (ns.npwg + 1, ns.nows + 1) == (npwg, nows)
+        assert ns.npwa == ns.npwg and ns.npdg == ns.npwg and ns.npda == ns.npwg
+    finally:
+        vm.close()
