@@ -527,6 +527,29 @@ void nh_buf_trim(NhBuf *b, uint64_t lpn, uint64_t npages)
     }
 }
 
+void nh_buf_power_loss(NhBuf *b, NhBufLostFn lost, void *opaque)
+{
+    GPtrArray *dirty = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer key, val;
+
+    if (!b->is_volatile) {
+        return;     /* capacitor-backed: the buffer is saved, nothing is lost */
+    }
+    g_hash_table_iter_init(&it, b->pages_idx);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+        if (((NhBufPage *)val)->dirty) {
+            g_ptr_array_add(dirty, val);
+        }
+    }
+    for (guint i = 0; i < dirty->len; i++) {
+        NhBufPage *pg = dirty->pdata[i];
+        lost(opaque, pg->lpn, pg->mask);
+        trim_one(b, pg);
+    }
+    g_ptr_array_free(dirty, TRUE);
+}
+
 uint64_t nh_buf_flush(NhBuf *b, uint64_t now)
 {
     uint64_t done = now;

@@ -153,6 +153,10 @@ uint64_t nh_buf_write(NhBuf *b, const NhFtlWrite *w, uint64_t offset, uint64_t l
 uint64_t nh_buf_read(NhBuf *b, uint64_t lpn, uint64_t npages, uint64_t offset, uint64_t length,
                      uint64_t now);
 void nh_buf_trim(NhBuf *b, uint64_t lpn, uint64_t npages);
+/* Power fails: a volatile buffer's dirty pages are gone, never destaged; @lost hears of each
+ * (its sectors in @mask) before it is dropped.  A capacitor-backed buffer loses nothing. */
+typedef void (*NhBufLostFn)(void *opaque, uint64_t lpn, uint32_t mask);
+void nh_buf_power_loss(NhBuf *b, NhBufLostFn lost, void *opaque);
 /* volatile: destage every dirty page; durable: nothing to do */
 uint64_t nh_buf_flush(NhBuf *b, uint64_t now);
 bool nh_buf_holds_dirty(const NhBuf *b, uint64_t lpn);

@@ -240,6 +240,47 @@ static uint64_t do_write(NhEngine *eng, const NhRequest *req, uint64_t now, bool
     return eng->ops->write(eng->ftl, &w, now);
 }
 
+typedef struct LostCtx {
+    NhEngine     *eng;
+    NhEngineLostFn fn;
+    void         *opaque;
+} LostCtx;
+
+/* One lost buffered page: report its lost sectors as byte runs; a page lost whole was never
+ * programmed in its latest version and its data is gone, so the FTL forgets it too. */
+static void engine_page_lost(void *opaque, uint64_t lpn, uint32_t mask)
+{
+    LostCtx *c = opaque;
+    uint32_t spp = c->eng->cfg.page_size / 512;
+    uint32_t full = spp == 32 ? UINT32_MAX : (1u << spp) - 1;
+    uint64_t base = lpn * c->eng->cfg.page_size;
+
+    for (uint32_t s = 0; s < spp; ) {
+        uint32_t e = s;
+        if (!(mask >> s & 1)) {
+            s++;
+            continue;
+        }
+        while (e < spp && mask >> e & 1) {
+            e++;
+        }
+        c->fn(c->opaque, base + s * 512ull, (e - s) * 512ull);
+        s = e;
+    }
+    if ((mask & full) == full) {
+        c->eng->ops->trim(c->eng->ftl, lpn, 1, c->eng->last_now);
+    }
+}
+
+void nh_engine_power_loss(NhEngine *eng, NhEngineLostFn lost, void *opaque)
+{
+    LostCtx c = { eng, lost, opaque };
+
+    if (eng->buf) {
+        nh_buf_power_loss(eng->buf, engine_page_lost, &c);
+    }
+}
+
 uint64_t nh_engine_drain(NhEngine *eng, uint64_t now)
 {
     uint64_t t = now, tf;

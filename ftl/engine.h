@@ -78,6 +78,15 @@ bool nh_engine_volatile_write_cache(const NhEngine *eng);
  */
 uint64_t nh_engine_drain(NhEngine *eng, uint64_t now);
 
+/*
+ * Power fails.  What a volatile write buffer held dirty is lost: @lost is told each lost byte
+ * range (sector granular) so the front end can make the data match (the device deallocates
+ * it: it reads back as zeroes), and the model forgets it.  A capacitor-backed buffer and the
+ * stripe-merge staging area (capacitor-protected) lose nothing.  The engine stays usable.
+ */
+typedef void (*NhEngineLostFn)(void *opaque, uint64_t offset, uint64_t length);
+void nh_engine_power_loss(NhEngine *eng, NhEngineLostFn lost, void *opaque);
+
 /* Is the logical page holding byte @offset mapped (written and not trimmed)? */
 bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset);
 

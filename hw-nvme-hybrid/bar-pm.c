@@ -284,10 +284,10 @@ static void nhc_ba_exit_notify(Notifier *notifier, void *data)
 }
 
 /*
- * An injected power cut: the whole machine loses power.  Listeners on power_cut_notifiers
- * drop the volatile device state they model (e.g. the write buffer), the capacitors save the
- * window, and the process ends at once, as with SIGKILL: no exit notifier runs, so the engine
- * state stays marked unclean and the next start counts an unsafe shutdown.
+ * An injected power cut: the whole machine loses power.  What a volatile write buffer held is
+ * lost (nhc_state_power_loss), the capacitors save the window, and the process ends at once, as
+ * with SIGKILL: no exit notifier runs, so the engine state stays marked unclean and the next
+ * start counts an unsafe shutdown.
  */
 static void nhc_ba_set_power_cut(Object *obj, bool value, Error **errp)
 {
@@ -300,7 +300,7 @@ static void nhc_ba_set_power_cut(Object *obj, bool value, Error **errp)
     if (!value) {
         return;
     }
-    notifier_list_notify(&n->power_cut_notifiers, n);
+    nhc_state_power_loss(n);
     nhc_ba_save(n);
     error_report("nvme-hybrid: power cut%s; QEMU stops", n->ba ? ", BA window saved" : "");
     _exit(0);
@@ -334,7 +334,6 @@ bool nhc_ba_realize(NhcCtrl *n, Error **errp)
     g_autoptr(GError) gerr = NULL;
     g_autofree char *path = NULL;
 
-    notifier_list_init(&n->power_cut_notifiers);
     if (!n->ba_size) {
         return true;
     }

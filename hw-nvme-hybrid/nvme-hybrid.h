@@ -208,7 +208,6 @@ struct NhcCtrl {
     /* Called on an injected power cut (`power-cut` over QMP) just before QEMU stops: whatever
      * models volatile device state (the write buffer) adds a notifier here and undoes what
      * that state held (data: the NhcCtrl). */
-    NotifierList    power_cut_notifiers;
 };
 
 /* ctrl.c */
@@ -253,5 +252,6 @@ void nhc_state_open(NhcCtrl *n, Error **errp);
 void nhc_state_save(NhcCtrl *n);
 void nhc_state_touch(NhcCtrl *n);
 void nhc_state_close(NhcCtrl *n);
+void nhc_state_power_loss(NhcCtrl *n);
 
 #endif

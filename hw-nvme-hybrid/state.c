@@ -176,3 +176,25 @@ void nhc_state_touch(NhcCtrl *n)
     }
     n->state_clean = false;
 }
+
+/* A lost buffered write: its sectors no longer hold what the host wrote.  The emulator keeps no
+ * older version to fall back to, so they are deallocated and read back as zeroes. */
+static void nhc_state_lost(void *opaque, uint64_t offset, uint64_t length)
+{
+    NhcCtrl *n = opaque;
+    int ret = blk_pwrite_zeroes(n->blkconf.blk, offset, length, BDRV_REQ_MAY_UNMAP);
+
+    if (ret < 0) {
+        warn_report("nvme-hybrid: power loss: cannot drop %" PRIu64 " bytes at %" PRIu64 ": %s",
+                    length, offset, strerror(-ret));
+    }
+}
+
+/* Power fails: what a volatile write buffer held dirty is gone, in the model and in the data. */
+void nhc_state_power_loss(NhcCtrl *n)
+{
+    if (n->engine) {
+        nh_engine_power_loss(n->engine, nhc_state_lost, n);
+        blk_flush(n->blkconf.blk);
+    }
+}
