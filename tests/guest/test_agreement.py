@@ -221,7 +221,11 @@ def test_device_and_simulator_agree(share, ftl):
     sim = replay(props, trace)
     assert sim["geometry"] == s1["geometry"]
     assert mismatches(dev, comparable(sim)) == {}
-    # ... and closed loop, one request at a time, as fio issued them.
-    sim1 = replay(props, trace, qd=1)
-    assert mismatches(dev, comparable(sim1)) == {}
+    # ... closed loop, one request at a time, as fio issued them ...
+    assert mismatches(dev, comparable(replay(props, trace, qd=1))) == {}
+    # ... and 32 at a time: other times, same counters.  (With
+    # gc=cost-benefit, whose victim choice weighs block age, the page run's
+    # three replays reclaimed 1889, 1899 and 1930 blocks: greedy victim
+    # choice is why the comparison can be exact.)
+    assert mismatches(dev, comparable(replay(props, trace, qd=32))) == {}
 
