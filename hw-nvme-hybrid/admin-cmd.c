@@ -77,7 +77,8 @@ static uint16_t nhc_admin_create_sq(NhcCtrl *n, NhcReq *req)
     if (NVME_CC_IOSQES(n->cc) != 6) {
         return NHC_STATUS(NVME_INVALID_FIELD);     /* CC.IOSQES must name 64-byte entries */
     }
-    return nhc_create_sq(n, sqid, cqid, prp1, qsize, NVME_SQ_FLAGS_QPRIO(flags));
+    /* QPRIO only matters under weighted round robin, which CAP.AMS does not offer */
+    return nhc_create_sq(n, sqid, cqid, prp1, qsize);
 }
 
 static uint16_t nhc_admin_delete_sq(NhcCtrl *n, NhcReq *req)

@@ -260,7 +260,7 @@ uint16_t nhc_create_cq(NhcCtrl *n, uint16_t cqid, uint64_t dma_addr, uint32_t si
 }
 
 uint16_t nhc_create_sq(NhcCtrl *n, uint16_t sqid, uint16_t cqid, uint64_t dma_addr,
-                       uint32_t size, uint8_t prio)
+                       uint32_t size)
 {
     NhcSQ *sq = g_new0(NhcSQ, 1);
 
@@ -269,7 +269,6 @@ uint16_t nhc_create_sq(NhcCtrl *n, uint16_t sqid, uint16_t cqid, uint64_t dma_ad
     sq->cqid = cqid;
     sq->dma_addr = dma_addr;
     sq->size = size;
-    sq->prio = prio;
     QTAILQ_INIT(&sq->free_list);
     QTAILQ_INIT(&sq->out_list);
     sq->reqs = g_new0(NhcReq, size);
@@ -380,7 +379,6 @@ static void nhc_process_sq(NhcSQ *sq, uint32_t burst)
         req->pending = 0;
         req->aiocb = NULL;
         req->is_io = false;
-        req->submit_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
         status = sq->sqid ? nhc_io_dispatch(n, req) : nhc_admin_dispatch(n, req);
         if (status != NHC_ASYNC) {
@@ -502,7 +500,7 @@ static bool nhc_ctrl_start(NhcCtrl *n)
         return false;
     }
     nhc_create_cq(n, 0, n->acq, acqs, 0, true);
-    nhc_create_sq(n, 0, 0, n->asq, asqs, 0);
+    nhc_create_sq(n, 0, 0, n->asq, asqs);
     return true;
 }
 

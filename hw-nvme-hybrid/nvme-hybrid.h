@@ -70,7 +70,6 @@ typedef struct NhcReq {
     uint16_t        status;
     /* outstanding parts: block I/O operations plus the modeled-completion timer */
     int             pending;
-    uint64_t        submit_ns;
     bool            is_io;
     QEMUTimer      *timer;
     QEMUSGList      qsg;
@@ -85,7 +84,6 @@ struct NhcSQ {
     NhcCtrl        *n;
     uint16_t        sqid;
     uint16_t        cqid;
-    uint8_t         prio;
     uint32_t        head, tail, size;
     uint64_t        dma_addr;
     bool            fetching;       /* in nhc_process_sq: completions must not re-enter it */
@@ -216,7 +214,7 @@ void nhc_req_io_done(NhcReq *req);
 void nhc_raise_event(NhcCtrl *n, uint8_t type, uint8_t info, uint8_t log_page);
 void nhc_record_error(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_create_sq(NhcCtrl *n, uint16_t sqid, uint16_t cqid, uint64_t dma_addr,
-                       uint32_t size, uint8_t prio);
+                       uint32_t size);
 uint16_t nhc_create_cq(NhcCtrl *n, uint16_t cqid, uint64_t dma_addr, uint32_t size,
                        uint16_t vector, bool irq_enabled);
 void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, bool post);
