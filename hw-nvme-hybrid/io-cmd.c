@@ -190,7 +190,16 @@ static void nhc_io_cb(void *opaque, int ret)
  * and Flush below) does its backend I/O synchronously while the doorbell write is handled, and
  * the guest sees exactly the modeled completion time.
  */
-static void nhc_io_rw_sync(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, bool write)
+static BlockAIOCB *nhc_blk_fua_write(int64_t offset, QEMUIOVector *iov,
+                                     BlockCompletionFunc *cb, void *cb_opaque, void *opaque)
+{
+    NhcCtrl *n = opaque;
+
+    return blk_aio_pwritev(n->blkconf.blk, offset, iov, BDRV_REQ_FUA, cb, cb_opaque);
+}
+
+static void nhc_io_rw_sync(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, bool write,
+                           bool fua)
 {
     g_autofree uint8_t *buf = g_malloc(len);
     uint8_t *p = buf;
@@ -210,7 +219,7 @@ static void nhc_io_rw_sync(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, 
         p += req->qsg.sg[i].len;
     }
     if (write && ret == 0 && !req->status) {
-        ret = blk_pwrite(n->blkconf.blk, off, len, buf, 0);
+        ret = blk_pwrite(n->blkconf.blk, off, len, buf, fua ? BDRV_REQ_FUA : 0);
     }
     nhc_io_cb(req, ret);
 }
@@ -254,6 +263,12 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     if (status) {
         return status;
     }
+    fua = fua || !n->wce;
+    status = nhc_io_model(n, req, write ? NH_OP_WRITE : NH_OP_READ, off, len,
+                          (fua ? NH_REQ_FUA : 0) | prio);
+    if (status != NHC_ASYNC) {
+        return status;
+    }
     if (write) {
         n->smart.host_write_cmds++;
         n->smart.data_units_written += len >> 9;
@@ -261,20 +276,17 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
         n->smart.host_read_cmds++;
         n->smart.data_units_read += len >> 9;
     }
-    status = nhc_io_model(n, req, write ? NH_OP_WRITE : NH_OP_READ, off, len,
-                          (fua || !n->wce ? NH_REQ_FUA : 0) | prio);
-    if (status != NHC_ASYNC) {
-        return status;
-    }
-    /* FUA needs no extra flush here: with a volatile backend cache the host also sees
-     * VWC=1 and flushes; without one every write is already durable. */
     if (icount_enabled()) {
-        nhc_io_rw_sync(n, req, off, len, write);
+        nhc_io_rw_sync(n, req, off, len, write, fua);
         return NHC_ASYNC;
     }
-    req->aiocb = write ?
-        dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_io_cb, req) :
-        dma_blk_read(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_io_cb, req);
+    /* FUA reaches the backend too, so the data is on stable storage when the write completes
+     * even though the backend caches writes (the block layer flushes where it must). */
+    req->aiocb = !write ?
+        dma_blk_read(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_io_cb, req) :
+        fua ? dma_blk_io(&req->qsg, off, BDRV_SECTOR_SIZE, nhc_blk_fua_write, n, nhc_io_cb, req,
+                         DMA_DIRECTION_TO_DEVICE) :
+        dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_io_cb, req);
     return NHC_ASYNC;
 }
 
@@ -354,11 +366,11 @@ static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
     if (status) {
         return status;
     }
-    n->smart.host_write_cmds++;
     status = nhc_io_model(n, req, deac ? NH_OP_TRIM : NH_OP_WRITE, off, len, 0);
     if (status != NHC_ASYNC) {
         return status;
     }
+    n->smart.host_write_cmds++;
     if (icount_enabled()) {
         nhc_io_cb(req, blk_pwrite_zeroes(n->blkconf.blk, off, len,
                                          deac ? BDRV_REQ_MAY_UNMAP : 0));
