@@ -21,8 +21,8 @@ SIZE = 64 << 20
 # 4 planes of 64-page (256 KiB) blocks; the BAR1 window off, since its
 # default 8 MiB could not be saved on power loss by so few planes.
 GEOMETRY = "channels=2,ways=2,pages=64,ba-size=0"
-# Four flash blocks of buffer: the 24 MiB below is six times that, so every
-# policy has to choose victims, pad and destage many times.
+# Four flash blocks of buffer: the 24 MiB below is 24 times that, so every
+# policy has to choose victims and destage many times.
 BUFFER_SIZE = "1M"
 
 # ref prefers blocks already in the FTL's log blocks and lbuf weighs
@@ -145,21 +145,17 @@ def test_fio_verify_with_every_policy(share, policy):
         ("write back" if expect_vwc else "write through")
 
     if policy == "none":
-        assert all(v == 0 for k, v in d.items() if k.startswith("buffer.")
-                   and k != "buffer.lbuf.alpha"), d
+        assert all(v == 0 for k, v in d.items() if k.startswith("buffer.")), d
         assert d["nand.page_programs"] == (d["host.write_pages"] + d["ftl.gc_page_copies"]
                                            + d["ftl.wl_page_copies"])
         return
     # 24 MiB through a 1 MiB buffer: victims had to be destaged...
     assert d["buffer.evictions"] > 0 and d["buffer.destage_pages"] > 0, d
     assert programs_are_destages_or_copies(d), d
-    # ... and what is still dirty fits in the buffer (256 pages) and was
-    # not programmed: the flash saw fewer host pages than the host wrote
-    # unless padding or merging added some.
+    # ... and what is still dirty (nothing flushed it) fits in the buffer's
+    # 256 pages.
     held = dirty_pages(d)
     assert 0 < held <= (1 << 20) // 4096, (held, d)
-    assert d["buffer.destage_pages"] + held + d["buffer.write_hits"] == (
-        d["host.write_pages"] + d["buffer.padding_reads"] + d["buffer.merge_on_flush_pages"]), d
     # The verify reads found the most recent writes still in the buffer.
     assert d["buffer.read_hits"] > 0, d
     if policy in ("bplru", "ref", "lbuf"):
