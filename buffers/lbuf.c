@@ -8,7 +8,10 @@
  *    per plug * t_erase) / pages logged, plugging d of P pages costs P*(t_read + t_prog) +
  *    t_erase - d*t_read and logging them d*c_log, so plugging wins above
  *    lambda = (P*(t_read + t_prog) + t_erase) / ((c_log + t_read) * P)  (capped at 1).
- *    The first session uses 1/2 (seed 002's BPLRU and REF setting).
+ *    The first session uses 1/2 (seed 002's BPLRU and REF setting).  Plugging pays only where
+ *    it turns a merge into a switch: a session in which the FTL reclaimed blocks (copies or
+ *    erases) without a single merge has no log blocks to spare (page, dftl), its copies are
+ *    garbage collection that padding pages would only add to, so lambda becomes 1 (never pad).
  *  - alpha is tuned per session of lbuf-session write requests: lbuf-instances meta-simulation
  *    instances (lbuf-sim.c) with alphas spread evenly over [-1, 1] run on the same writes all
  *    along; the one that charged the least flash time in the session gives the next session's
@@ -26,7 +29,7 @@ typedef struct Lbuf {
     uint32_t     ninst, cur;
     LbSim      **inst;
     uint64_t     last_seq, session;
-    uint64_t     copies0, erases0, logged, plugs;    /* this session's FTL cost measurement */
+    uint64_t     copies0, erases0, merges0, logged, plugs;  /* this session's FTL costs */
 } Lbuf;
 
 GList *lb_pick(NhBufBuckets *bk, LbGetFn get, double alpha, uint64_t now)
@@ -63,6 +66,11 @@ static double alpha_of(const Lbuf *s, uint32_t i)
     return -1.0 + 2.0 * i / (s->ninst - 1);
 }
 
+static uint64_t merges(const NhStats *st)
+{
+    return st->ftl_merges_switch + st->ftl_merges_partial + st->ftl_merges_full;
+}
+
 static void *lbuf_create(NhBuf *b)
 {
     Lbuf *s = g_new0(Lbuf, 1);
@@ -92,6 +100,7 @@ static void *lbuf_create(NhBuf *b)
     }
     s->copies0 = b->st->ftl_gc_page_copies;
     s->erases0 = b->st->ftl_gc_blocks;
+    s->merges0 = merges(b->st);
     return s;
 }
 
@@ -111,11 +120,15 @@ static void tune_lambda(Lbuf *s)
 {
     const NhBuf *b = s->b;
     uint64_t copies = b->st->ftl_gc_page_copies, erases = b->st->ftl_gc_blocks;
+    uint64_t m = merges(b->st);
     double tr = (double)b->env.t_read, tp = (double)b->env.t_prog, te = (double)b->env.t_erase;
     double P = b->pages;
 
     /* a statistics reset in the session leaves nothing to measure */
-    if (s->logged && copies >= s->copies0 && erases >= s->erases0) {
+    if (copies >= s->copies0 && erases >= s->erases0 && m == s->merges0 &&
+        (copies > s->copies0 || erases > s->erases0)) {
+        s->lambda = 1.0;    /* reclaimed without merging: no log blocks, padding only adds */
+    } else if (s->logged && copies >= s->copies0 && erases >= s->erases0) {
         uint64_t de = erases - s->erases0;
         double over = ((double)(copies - s->copies0) * (tr + tp) +
                        (double)(de > s->plugs ? de - s->plugs : 0) * te) / (double)s->logged;
@@ -123,6 +136,7 @@ static void tune_lambda(Lbuf *s)
     }
     s->copies0 = copies;
     s->erases0 = erases;
+    s->merges0 = m;
     s->logged = s->plugs = 0;
 }
 

@@ -408,6 +408,58 @@ static void test_cbm_merge_on_flush(void)
     g_assert_cmpuint(copies, ==, 2);
 }
 
+/*
+ * lbuf's lambda on an FTL without log blocks: the page FTL reclaims blocks without merging, so
+ * padding a victim can never turn a merge into a switch and only adds programs (and so garbage
+ * collection, which the old rule counted as the cost of logging: lambda fell to 0 and every
+ * victim was padded to a whole block).  lambda must go to 1 and padding stop; on FAST, whose
+ * merges padding avoids, lambda stays tuned below 1 on the same random writes.
+ */
+static void lbuf_lambda_run(const char *ftl, uint64_t *lambda_milli, uint64_t *pads,
+                            uint64_t *gc)
+{
+    char *conf = g_strdup_printf("channels=2,ways=1,pages=16,ftl=%s,buffer=lbuf,"
+                                 "buffer-size=256K,lbuf-session=64", ftl);
+    NhEngine *e = make(conf, 4 << 20);
+    GRand *r = g_rand_new_with_seed(5);
+    uint64_t now = 0;
+
+    for (int phase = 0; phase < 2; phase++) {
+        for (int i = 0; i < 6000; i++) {
+            uint64_t pg = (uint64_t)g_rand_int_range(r, 0, 900);
+            submit(e, NH_OP_WRITE, pg * 4096, (uint64_t)g_rand_int_range(r, 1, 9) * 4096,
+                   now += 20000);
+        }
+        if (phase == 0) {
+            nh_engine_stats_reset(e);   /* measure the second half only */
+        }
+    }
+    *lambda_milli = e->stats.lbuf_lambda_milli;
+    *pads = e->stats.buf_padding_reads;
+    *gc = e->stats.ftl_gc_page_copies + e->stats.ftl_gc_blocks;
+    g_rand_free(r);
+    nh_engine_free(e);
+    g_free(conf);
+}
+
+static void test_lbuf_lambda_no_log(void)
+{
+    uint64_t lambda, pads, gc;
+
+    lbuf_lambda_run("page", &lambda, &pads, &gc);
+    g_test_message("page: lambda %" G_GUINT64_FORMAT "/1000, padding reads %" G_GUINT64_FORMAT,
+                   lambda, pads);
+    g_assert_cmpuint(gc, >, 0);
+    g_assert_cmpuint(lambda, ==, 1000);
+    g_assert_cmpuint(pads, ==, 0);
+
+    lbuf_lambda_run("fast", &lambda, &pads, &gc);
+    g_test_message("fast: lambda %" G_GUINT64_FORMAT "/1000, padding reads %" G_GUINT64_FORMAT,
+                   lambda, pads);
+    g_assert_cmpuint(lambda, <, 1000);
+    g_assert_cmpuint(pads, >, 0);
+}
+
 /* buffer=none is the engine without a buffer; every policy keeps the model consistent on both
  * FTL families, and a volatile buffer is empty after Flush */
 static void test_engine_policies(void)
@@ -460,5 +512,6 @@ int main(int argc, char **argv)
     }
     g_test_add_func("/buffer/cbm-merge-on-flush", test_cbm_merge_on_flush);
     g_test_add_func("/buffer/engine-policies", test_engine_policies);
+    g_test_add_func("/buffer/lbuf-lambda-no-log", test_lbuf_lambda_no_log);
     return g_test_run();
 }
