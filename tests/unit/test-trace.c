@@ -356,6 +356,23 @@ static void test_sim_options(void)
     g_free(errs);
     g_unlink(p);
     g_free(p);
+
+    /* --fill leaves the write buffer empty: a trace of one read programs nothing */
+    p = write_tmp("0 0 0 8 1\n");
+    {
+        char *buffered[] = { "--trace", p, "--format", "mqsim", "--json", "--fill", "1",
+                             "--capacity", "64M", "--device",
+                             "channels=2,ways=1,pages=64,ftl=fast,buffer=bplru,buffer-size=1M",
+                             NULL };
+        out = run_sim(buffered, &status, &errs);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        g_assert_nonnull(strstr(out, "\"page_programs\" : 0,"));
+        g_assert_nonnull(strstr(out, "\"destage_pages\" : 0,"));
+        g_free(out);
+        g_free(errs);
+    }
+    g_unlink(p);
+    g_free(p);
 }
 
 static void count_real(const char *name, const char *format, uint64_t expect)
