@@ -15,7 +15,9 @@
  *  - alpha is tuned per session of lbuf-session write requests: lbuf-instances meta-simulation
  *    instances (lbuf-sim.c) with alphas spread evenly over [-1, 1] run on the same writes all
  *    along; the one that charged the least flash time in the session gives the next session's
- *    alpha.  The first session uses the middle instance's.
+ *    alpha.  The first session uses the middle instance's.  A fixed lbuf-alpha replaces the
+ *    tuning alone: no instance runs (their only output is alpha), sessions still end and
+ *    lambda is tuned as above, so fixed and tuned alphas compare with the same plugging rule.
  */
 #include "lbuf.h"
 
@@ -26,7 +28,7 @@ typedef struct Lbuf {
     NhBufBuckets bk;        /* blocks by dirty sectors */
     uint32_t     spb;
     double       alpha, lambda;
-    uint32_t     ninst, cur;
+    uint32_t     ninst, cur;    /* 0 instances: alpha fixed by lbuf-alpha */
     LbSim      **inst;
     uint64_t     last_seq, session;
     uint64_t     copies0, erases0, merges0, logged, plugs;  /* this session's FTL costs */
@@ -90,9 +92,9 @@ static void *lbuf_create(NhBuf *b)
     s->b = b;
     s->spb = b->pages * b->spp;
     nh_bk_init(&s->bk, s->spb + 1);
-    s->ninst = cfg->lbuf_instances;
+    s->ninst = isnan(cfg->lbuf_alpha) ? cfg->lbuf_instances : 0;
     s->cur = s->ninst / 2;
-    s->alpha = alpha_of(s, s->cur);
+    s->alpha = s->ninst ? alpha_of(s, s->cur) : cfg->lbuf_alpha;
     s->lambda = 0.5;
     s->inst = g_new0(LbSim *, s->ninst);
     for (uint32_t i = 0; i < s->ninst; i++) {
@@ -154,10 +156,12 @@ static void end_session(Lbuf *s)
             win = i;
         }
     }
-    s->cur = win;
-    s->alpha = alpha_of(s, win);
+    if (s->ninst) {
+        s->cur = win;
+        s->alpha = alpha_of(s, win);
+        st->lbuf_alpha_sessions[win]++;
+    }
     st->lbuf_sessions++;
-    st->lbuf_alpha_sessions[win]++;
     tune_lambda(s);
     s->session = 0;
 }

@@ -10,6 +10,7 @@
 #include "../buffers/buffer.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,9 @@ const NhConfigKey nh_config_keys[] = {
       "lbuf: write requests per tuning session" },
     { "lbuf-mode", NH_KEY_ENUM, F(lbuf_mode), "device", 0, 0, lbuf_mode_names, false,
       "lbuf: meta-simulation form, host (full) or device (memory-reduced)" },
+    { "lbuf-alpha", NH_KEY_FRACTION, F(lbuf_alpha), "auto", 0, 0, NULL, true,
+      "lbuf: victim-order alpha in [-1, 1] (-1 recency, +1 size); auto = tuned each session by "
+      "the meta-simulation. lambda is tuned either way" },
     { "latency", NH_KEY_ENUM, F(latency), "model", 0, 0, latency_names, false,
       "model: complete at the modeled time; zero: model and count, but complete at once" },
 };
@@ -185,6 +189,8 @@ static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, 
         return true;
     }
     switch (k->type) {
+    case NH_KEY_FRACTION:
+        g_assert_not_reached();     /* nh_config_set() parses them with parse_fraction() */
     case NH_KEY_ENUM:
     case NH_KEY_STRING:
         for (size_t i = 0; k->choices[i]; i++) {
@@ -285,6 +291,33 @@ static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, 
     return true;
 }
 
+/* A decimal in [-1, 1]; "auto" (NAN) where allowed.  Not through parse_value: 0 is a value. */
+static bool parse_fraction(const NhConfigKey *k, const char *value, double *out, GError **errp)
+{
+    char *end;
+    double v;
+
+    if (k->allow_auto && g_ascii_strcasecmp(value, "auto") == 0) {
+        *out = NAN;
+        return true;
+    }
+    errno = 0;
+    v = g_ascii_strtod(value, &end);
+    /* strtod also takes "nan", "inf" and leading blanks: none is a fraction */
+    if (end == value || *end || errno || !isfinite(v) || g_ascii_isspace(*value)) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: '%s' is not a number%s", k->name,
+                    value, k->allow_auto ? " or 'auto'" : "");
+        return false;
+    }
+    if (v < -1.0 || v > 1.0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: must be between -1 and 1, got %s",
+                    k->name, value);
+        return false;
+    }
+    *out = v + 0.0;     /* "-0" is 0 */
+    return true;
+}
+
 bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **errp)
 {
     const NhConfigKey *k = nh_config_find(key);
@@ -303,6 +336,14 @@ bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **e
     if (!value || !*value) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: empty value", key);
         return false;
+    }
+    if (k->type == NH_KEY_FRACTION) {
+        double d;
+        if (!parse_fraction(k, value, &d, errp)) {
+            return false;
+        }
+        memcpy((char *)cfg + k->offset, &d, sizeof(d));
+        return true;
     }
     if (!parse_value(k, value, &v, errp)) {
         return false;
@@ -378,6 +419,24 @@ char *nh_config_get(const NhConfig *cfg, const char *key)
     }
     if (k->type == NH_KEY_STRING) {
         return g_strndup((const char *)cfg + k->offset, k->width);
+    }
+    if (k->type == NH_KEY_FRACTION) {
+        double d;
+        memcpy(&d, (const char *)cfg + k->offset, sizeof(d));
+        if (isnan(d)) {
+            return g_strdup("auto");
+        }
+        /* the shortest form that parses back to the same double (0.1, not 0.10000000000000001);
+         * 17 significant digits always do */
+        char fmt[8], buf[G_ASCII_DTOSTR_BUF_SIZE];
+        for (int prec = 1; prec <= 17; prec++) {
+            g_snprintf(fmt, sizeof(fmt), "%%.%dg", prec);
+            g_ascii_formatd(buf, sizeof(buf), fmt, d);
+            if (g_ascii_strtod(buf, NULL) == d) {
+                break;
+            }
+        }
+        return g_strdup(buf);
     }
     v = fetch(cfg, k);
     if (k->allow_auto && v == 0) {

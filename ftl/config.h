@@ -8,7 +8,8 @@
  *
  * Values: integers accept decimal or 0x hex; sizes accept K/M/G/T suffixes (powers of 1024);
  * times accept ns/us/ms/s suffixes (bare numbers are ns); enums accept one of their names;
- * "auto" is accepted by keys whose help says so (stored as 0).
+ * fractions accept a decimal number in [-1, 1]; "auto" is accepted by keys whose help says so
+ * (stored as 0, or as NAN for fractions, where 0 is a value).
  */
 #ifndef NH_CONFIG_H
 #define NH_CONFIG_H
@@ -71,11 +72,15 @@ typedef struct NhConfig {
     uint32_t lbuf_instances;    /* lbuf: meta-simulation instances (alphas over [-1, 1]) */
     uint32_t lbuf_session;  /* lbuf: write requests per tuning session */
     NhLbufMode lbuf_mode;   /* lbuf: host (full) or device (memory-reduced) meta-simulation */
+    double   lbuf_alpha;    /* lbuf: victim-order alpha in [-1, 1]; NAN = auto (tuned) */
     /* front-end behaviour */
     NhLatencyMode latency;
 } NhConfig;
 
-typedef enum NhKeyType { NH_KEY_UINT, NH_KEY_SIZE, NH_KEY_TIME, NH_KEY_ENUM, NH_KEY_STRING } NhKeyType;
+/* NH_KEY_FRACTION: a double in [-1, 1] (min and max unused); auto is NAN */
+typedef enum NhKeyType {
+    NH_KEY_UINT, NH_KEY_SIZE, NH_KEY_TIME, NH_KEY_ENUM, NH_KEY_STRING, NH_KEY_FRACTION
+} NhKeyType;
 
 typedef struct NhConfigKey {
     const char *name;
@@ -85,7 +90,7 @@ typedef struct NhConfigKey {
     const char *defval;     /* default as text, parsed like user input */
     uint64_t    min, max;   /* for numbers (after unit conversion) */
     const char *const *choices; /* NULL-terminated, for enums and strings */
-    bool        allow_auto; /* "auto" accepted, stored as 0 */
+    bool        allow_auto; /* "auto" accepted, stored as 0 (fractions: NAN) */
     const char *help;
 } NhConfigKey;
 

@@ -3,6 +3,8 @@
 #include "nand.h"
 
 #include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
 
 uint64_t nh_hist_quantile(const NhHist *h, double q)
 {
@@ -143,25 +145,29 @@ char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
     add_uint(b, "padding_reads", s->buf_padding_reads);
     add_uint(b, "merge_on_flush_pages", s->buf_merge_on_flush_pages);
     add_uint(b, "metadata_bytes", s->buf_metadata_bytes);
-    json_builder_set_member_name(b, "lbuf");
-    json_builder_begin_object(b);
-    add_uint(b, "sessions", s->lbuf_sessions);
-    json_builder_set_member_name(b, "alpha");
-    json_builder_add_double_value(b, ((double)s->lbuf_alpha_milli - 1000.0) / 1000.0);
-    json_builder_set_member_name(b, "lambda");
-    json_builder_add_double_value(b, (double)s->lbuf_lambda_milli / 1000.0);
-    /* sessions won by each instance, keyed by its alpha */
-    json_builder_set_member_name(b, "alpha_sessions");
-    json_builder_begin_object(b);
-    for (uint32_t i = 0; i < cfg->lbuf_instances && i < G_N_ELEMENTS(s->lbuf_alpha_sessions);
-         i++) {
-        char key[16];
-        g_snprintf(key, sizeof(key), "%.2f", -1.0 + 2.0 * i / (cfg->lbuf_instances - 1));
-        add_uint(b, key, s->lbuf_alpha_sessions[i]);
+    /* only lbuf sets these; for another policy an alpha of -1 and a lambda of 0 would read as
+     * settings in force */
+    if (!strcmp(cfg->buffer, "lbuf")) {
+        json_builder_set_member_name(b, "lbuf");
+        json_builder_begin_object(b);
+        add_uint(b, "sessions", s->lbuf_sessions);
+        json_builder_set_member_name(b, "alpha");
+        json_builder_add_double_value(b, ((double)s->lbuf_alpha_milli - 1000.0) / 1000.0);
+        json_builder_set_member_name(b, "lambda");
+        json_builder_add_double_value(b, (double)s->lbuf_lambda_milli / 1000.0);
+        /* sessions won by each instance, keyed by its alpha; none run with a fixed lbuf-alpha */
+        json_builder_set_member_name(b, "alpha_sessions");
+        json_builder_begin_object(b);
+        for (uint32_t i = 0; isnan(cfg->lbuf_alpha) && i < cfg->lbuf_instances &&
+                             i < G_N_ELEMENTS(s->lbuf_alpha_sessions); i++) {
+            char key[16];
+            g_snprintf(key, sizeof(key), "%.2f", -1.0 + 2.0 * i / (cfg->lbuf_instances - 1));
+            add_uint(b, key, s->lbuf_alpha_sessions[i]);
+        }
+        json_builder_end_object(b);
+        add_uint(b, "sim_bytes", s->lbuf_sim_bytes);
+        json_builder_end_object(b);
     }
-    json_builder_end_object(b);
-    add_uint(b, "sim_bytes", s->lbuf_sim_bytes);
-    json_builder_end_object(b);
     json_builder_end_object(b);
 
     json_builder_set_member_name(b, "cache");

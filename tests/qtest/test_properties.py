@@ -49,6 +49,7 @@ BAD = [
     ("serial=s,gc=random", "gc"),
     ("serial=s,gc-low=50,gc-high=10", "gc-"),
     ("serial=s,latency=fast", "latency"),
+    ("serial=s,lbuf-alpha=2", "lbuf-alpha"),
     ("serial=s,blocks=1", "blocks"),                    # far too small for 64 MiB
     ("serial=s,lba-size=1000", "lba-size"),
     ("serial=s,queues=0", "queues"),

@@ -240,6 +240,114 @@ static void test_lbuf_order(void)
     g_rand_free(r);
 }
 
+/*
+ * The same orders through the lbuf-alpha key on the policy itself: blocks of 1-4 dirty pages
+ * written in random order, some rewritten later, then a Flush, which destages whole blocks in
+ * the victim order.  -1 must give the order of last write (LRU), +1 the order of dirty pages,
+ * largest first, least recently written among equals.
+ */
+static void test_lbuf_alpha_key(void)
+{
+    enum { N = 40 };
+
+    for (int round = 0; round < 2; round++) {
+        Fix *f = fix_new(round ? "pages=4,buffer=lbuf,buffer-size=1M,lbuf-alpha=1"
+                               : "pages=4,buffer=lbuf,buffer-size=1M,lbuf-alpha=-1", 1024);
+        GRand *r = g_rand_new_with_seed(7);
+        uint64_t now = 0, last[N], want[N];
+        uint32_t pages[N] = { 0 };
+        guint got = 0;
+
+        for (int i = 0; i < 3 * N; i++) {
+            /* every block once, in a shuffled order, then random rewrites that grow blocks */
+            uint64_t blk = i < N ? (uint64_t)(i * 17 % N) : (uint64_t)g_rand_int_range(r, 0, N);
+            uint32_t n = (uint32_t)g_rand_int_range(r, 1, 5);
+            wr(f, blk * 4, n, 0, now++);
+            pages[blk] = MAX(pages[blk], n);
+            last[blk] = now;
+        }
+        for (uint64_t i = 0; i < N; i++) {
+            want[i] = i;
+        }
+        /* insertion sort by the expected victim order */
+        for (int i = 1; i < N; i++) {
+            for (int j = i; j > 0; j--) {
+                uint64_t a = want[j - 1], b = want[j];
+                bool swap = round ? pages[b] > pages[a] ||
+                                        (pages[b] == pages[a] && last[b] < last[a])
+                                  : last[b] < last[a];
+                if (!swap) {
+                    break;
+                }
+                want[j - 1] = b;
+                want[j] = a;
+            }
+        }
+        nh_buf_flush(f->b, now);
+        g_assert_cmpuint(f->b->used, ==, 0);
+        /* dirty pages leave block by block, in ascending order within a block */
+        for (guint i = 0; i < f->rec.order->len; i++) {
+            uint64_t blk = destaged(f, i) / 4;
+            if (i == 0 || blk != destaged(f, i - 1) / 4) {
+                g_assert_cmpuint(got, <, N);
+                g_assert_cmpuint(blk, ==, want[got]);
+                got++;
+            }
+        }
+        g_assert_cmpuint(got, ==, N);
+        g_rand_free(r);
+        fix_free(f);
+    }
+}
+
+/*
+ * lbuf-alpha=auto still tunes: on writes whose locality changes (a phase of hot single pages
+ * over a wide cold range, where recency wins, and a phase of interleaved sequential streams,
+ * where collecting whole blocks wins) the meta-simulation picks more than one alpha.
+ */
+static void test_lbuf_alpha_auto_tunes(void)
+{
+    Fix *f = fix_new("pages=8,buffer=lbuf,buffer-size=256K,lbuf-session=64", 1 << 16);
+    GRand *r = g_rand_new_with_seed(9);
+    uint64_t now = 0, pos[16];
+    guint winners = 0;
+
+    for (int i = 0; i < 16; i++) {
+        pos[i] = (uint64_t)i * 4096;
+    }
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 3000; i++) {
+            wr(f, g_rand_boolean(r) ? (uint64_t)g_rand_int_range(r, 0, 48)
+                                    : (uint64_t)g_rand_int_range(r, 0, 1 << 16), 1, 0, now++);
+        }
+        for (int i = 0; i < 3000; i++) {
+            uint64_t *p = &pos[g_rand_int_range(r, 0, 16)];
+            wr(f, *p, 1, 0, now++);
+            *p = *p + 1;
+        }
+    }
+    for (guint i = 0; i < 3; i++) {
+        g_test_message("alpha %d won %" G_GUINT64_FORMAT " sessions", (int)i - 1,
+                       f->st.lbuf_alpha_sessions[i]);
+        winners += f->st.lbuf_alpha_sessions[i] > 0;
+    }
+    g_assert_cmpuint(winners, >=, 2);
+    g_rand_free(r);
+    fix_free(f);
+
+    /* fixed: sessions still end, no instance runs or wins, the alpha stays */
+    f = fix_new("pages=8,buffer=lbuf,buffer-size=256K,lbuf-session=64,lbuf-alpha=0.5", 1 << 16);
+    for (uint64_t i = 0; i < 6400; i++) {
+        wr(f, i * 7 % (1 << 16), 1, 0, now++);
+    }
+    g_assert_cmpuint(f->st.lbuf_sessions, ==, 99);
+    g_assert_cmpuint(f->st.lbuf_alpha_sessions[0] + f->st.lbuf_alpha_sessions[1] +
+                     f->st.lbuf_alpha_sessions[2], ==, 0);
+    g_assert_cmpuint(f->st.lbuf_alpha_milli, ==, 1500);
+    g_assert_cmpuint(f->st.lbuf_sim_bytes, ==, 0);
+    fix_free(f);
+}
+
 /* ------------------------------------------------------------------ invariants */
 
 static void random_run(const char *policy, uint32_t seed)
@@ -415,11 +523,11 @@ static void test_cbm_merge_on_flush(void)
  * victim was padded to a whole block).  lambda must go to 1 and padding stop; on FAST, whose
  * merges padding avoids, lambda stays tuned below 1 on the same random writes.
  */
-static void lbuf_lambda_run(const char *ftl, uint64_t *lambda_milli, uint64_t *pads,
-                            uint64_t *gc)
+static void lbuf_lambda_run(const char *ftl, const char *alpha, uint64_t *lambda_milli,
+                            uint64_t *pads, uint64_t *gc)
 {
     char *conf = g_strdup_printf("channels=2,ways=1,pages=16,ftl=%s,buffer=lbuf,"
-                                 "buffer-size=256K,lbuf-session=64", ftl);
+                                 "buffer-size=256K,lbuf-session=64,lbuf-alpha=%s", ftl, alpha);
     NhEngine *e = make(conf, 4 << 20);
     GRand *r = g_rand_new_with_seed(5);
     uint64_t now = 0;
@@ -446,17 +554,27 @@ static void test_lbuf_lambda_no_log(void)
 {
     uint64_t lambda, pads, gc;
 
-    lbuf_lambda_run("page", &lambda, &pads, &gc);
+    lbuf_lambda_run("page", "auto", &lambda, &pads, &gc);
     g_test_message("page: lambda %" G_GUINT64_FORMAT "/1000, padding reads %" G_GUINT64_FORMAT,
                    lambda, pads);
     g_assert_cmpuint(gc, >, 0);
     g_assert_cmpuint(lambda, ==, 1000);
     g_assert_cmpuint(pads, ==, 0);
 
-    lbuf_lambda_run("fast", &lambda, &pads, &gc);
+    lbuf_lambda_run("fast", "auto", &lambda, &pads, &gc);
     g_test_message("fast: lambda %" G_GUINT64_FORMAT "/1000, padding reads %" G_GUINT64_FORMAT,
                    lambda, pads);
     g_assert_cmpuint(lambda, <, 1000);
+    g_assert_cmpuint(pads, >, 0);
+
+    /* a fixed alpha leaves lambda's tuning alone: both rules above still apply */
+    lbuf_lambda_run("page", "1", &lambda, &pads, &gc);
+    g_assert_cmpuint(lambda, ==, 1000);
+    g_assert_cmpuint(pads, ==, 0);
+    lbuf_lambda_run("fast", "-1", &lambda, &pads, &gc);
+    g_test_message("fast, alpha -1: lambda %" G_GUINT64_FORMAT "/1000", lambda);
+    g_assert_cmpuint(lambda, <, 1000);
+    g_assert_cmpuint(lambda, !=, 500);      /* moved from the first session's 1/2 */
     g_assert_cmpuint(pads, >, 0);
 }
 
@@ -504,6 +622,8 @@ int main(int argc, char **argv)
     g_test_add_func("/buffer/bplru-compensation", test_bplru_compensation);
     g_test_add_func("/buffer/fab-most-pages", test_fab_most_pages);
     g_test_add_func("/buffer/lbuf-order", test_lbuf_order);
+    g_test_add_func("/buffer/lbuf-alpha-key", test_lbuf_alpha_key);
+    g_test_add_func("/buffer/lbuf-alpha-auto-tunes", test_lbuf_alpha_auto_tunes);
     g_test_add_func("/buffer/durable-flush", test_durable_flush);
     for (guint p = 1; nh_buf_names[p]; p++) {
         char *path = g_strdup_printf("/buffer/invariants/%s", nh_buf_names[p]);

@@ -1,6 +1,7 @@
 /* Configuration parser: defaults, units, canonical text, and every kind of bad input. */
 #include "engine.h"
 
+#include <math.h>
 #include <string.h>
 
 static void test_defaults(void)
@@ -48,6 +49,22 @@ static void test_units(void)
     g_assert_true(nh_config_set(&c, "t-read", "auto", NULL));
     g_assert_cmpuint(c.t_read, ==, 0);
     g_assert_true(nh_config_set(&c, "blocks", "0", NULL));  /* 0 is auto */
+    /* a fraction: 0 is a value, auto is NAN; printed in its shortest exact form */
+    g_assert_true(isnan(c.lbuf_alpha));
+    for (const char *const *x = (const char *const[]){ "-1", "-0.5", "0", "0.1", "1", NULL }; *x;
+         x++) {
+        g_assert_true(nh_config_set(&c, "lbuf-alpha", *x, NULL));
+        g_assert_cmpfloat(c.lbuf_alpha, ==, g_ascii_strtod(*x, NULL));
+        char *v = nh_config_get(&c, "lbuf-alpha");
+        g_assert_cmpstr(v, ==, *x);
+        g_free(v);
+    }
+    g_assert_true(nh_config_set(&c, "lbuf-alpha", "-0", NULL));
+    char *v = nh_config_get(&c, "lbuf-alpha");
+    g_assert_cmpstr(v, ==, "0");
+    g_free(v);
+    g_assert_true(nh_config_set(&c, "lbuf-alpha", "AUTO", NULL));
+    g_assert_true(isnan(c.lbuf_alpha));
     g_assert_true(nh_config_parse(&c, "", NULL));
     g_assert_true(nh_config_parse(&c, NULL, NULL));
 }
@@ -137,6 +154,12 @@ static void test_errors(void)
     expect_error("gc-critical=10", "gc-critical: must be below gc-low (10), got 10");
     expect_error("wl-threshold=-5", "wl-threshold: '-5' is not a number");
     expect_error("latency=fast", "latency: unknown value 'fast' (valid: model, zero)");
+    expect_error("lbuf-alpha=1.5", "lbuf-alpha: must be between -1 and 1, got 1.5");
+    expect_error("lbuf-alpha=-2", "lbuf-alpha: must be between -1 and 1, got -2");
+    expect_error("lbuf-alpha=lru", "lbuf-alpha: 'lru' is not a number or 'auto'");
+    expect_error("lbuf-alpha=0.5x", "lbuf-alpha: '0.5x' is not a number or 'auto'");
+    expect_error("lbuf-alpha=nan", "lbuf-alpha: 'nan' is not a number or 'auto'");
+    expect_error("lbuf-alpha=inf", "lbuf-alpha: 'inf' is not a number or 'auto'");
     expect_error("colour=red", "colour: unknown key (valid keys: channels, ways,");
     expect_error("channels", "channels: expected key=value");
     expect_error("channels=", "channels: empty value");
