@@ -46,7 +46,9 @@ static uint16_t nhc_admin_create_cq(NhcCtrl *n, NhcReq *req)
     if (NVME_CC_IOCQES(n->cc) != 4) {
         return NHC_STATUS(NVME_INVALID_FIELD);     /* CC.IOCQES must name 16-byte entries */
     }
-    return nhc_create_cq(n, cqid, prp1, qsize, vector, NVME_CQ_FLAGS_IEN(flags));
+    nhc_create_cq(n, cqid, prp1, qsize, vector, NVME_CQ_FLAGS_IEN(flags));
+    nhc_dbbuf_attach(n, cqid);
+    return NVME_SUCCESS;
 }
 
 static uint16_t nhc_admin_create_sq(NhcCtrl *n, NhcReq *req)
@@ -78,7 +80,29 @@ static uint16_t nhc_admin_create_sq(NhcCtrl *n, NhcReq *req)
         return NHC_STATUS(NVME_INVALID_FIELD);     /* CC.IOSQES must name 64-byte entries */
     }
     /* QPRIO only matters under weighted round robin, which CAP.AMS does not offer */
-    return nhc_create_sq(n, sqid, cqid, prp1, qsize);
+    nhc_create_sq(n, sqid, cqid, prp1, qsize);
+    nhc_dbbuf_attach(n, sqid);
+    return NVME_SUCCESS;
+}
+
+/*
+ * Doorbell Buffer Config: PRP1 is the shadow doorbell buffer, PRP2 the EventIdx buffer, each one
+ * memory page (room for 512 queue pairs at 4 KiB), laid out like the doorbell registers with a
+ * stride of 4 bytes.  Used for the I/O queues that exist now and are created later, until reset.
+ */
+static uint16_t nhc_admin_doorbell_buffer_config(NhcCtrl *n, NhcReq *req)
+{
+    uint64_t dbs = le64_to_cpu(req->cmd.dptr.prp1), eis = le64_to_cpu(req->cmd.dptr.prp2);
+
+    if (!dbs || !eis || (dbs | eis) & (n->page_size - 1)) {
+        return NHC_STATUS(NVME_INVALID_FIELD);
+    }
+    n->dbbuf_dbs = dbs;
+    n->dbbuf_eis = eis;
+    for (uint32_t qid = 1; qid < n->num_queues; qid++) {
+        nhc_dbbuf_attach(n, qid);
+    }
+    return NVME_SUCCESS;
 }
 
 static uint16_t nhc_admin_delete_sq(NhcCtrl *n, NhcReq *req)
@@ -141,7 +165,7 @@ static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
     id->ver = cpu_to_le32(n->vs);
     id->oaes = cpu_to_le32(0);
     id->cntrltype = 1;                          /* I/O controller */
-    id->oacs = cpu_to_le16(0);                  /* no optional admin commands (yet) */
+    id->oacs = cpu_to_le16(NVME_OACS_DBCS);     /* Doorbell Buffer Config */
     id->acl = 3;                                /* 4 concurrent Aborts */
     id->aerl = NHC_AERL;
     id->frmw = NVME_FRMW_SLOT1_RO | (1 << 1);   /* one slot, read-only */
@@ -584,6 +608,7 @@ uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req)
     case NVME_ADM_CMD_SET_FEATURES: return nhc_admin_set_features(n, req);
     case NVME_ADM_CMD_GET_FEATURES: return nhc_admin_get_features(n, req);
     case NVME_ADM_CMD_ASYNC_EV_REQ: return nhc_admin_async_event_request(n, req);
+    case NVME_ADM_CMD_DBBUF_CONFIG: return nhc_admin_doorbell_buffer_config(n, req);
     case NHC_ADM_BA_PIN:            return nhc_admin_ba_pin(n, req);
     case NHC_ADM_BA_GET_ENTRY_INFO: return nhc_admin_ba_get_entry_info(n, req);
     case NHC_ADM_BA_SYNC:           return nhc_admin_ba_sync(n, req);

@@ -31,6 +31,7 @@
 #define NHC_DB_BASE     0x1000
 
 static void nhc_resume_sqs(NhcCtrl *n);
+static void nhc_cq_refresh_head(NhcCQ *cq);
 
 /* ------------------------------------------------------------------------------ interrupts */
 
@@ -51,6 +52,9 @@ static void nhc_intx_update(NhcCtrl *n)
     }
     for (uint32_t i = 0; i < n->num_queues; i++) {
         NhcCQ *cq = n->cq[i];
+        if (cq && cq->irq_enabled && nhc_cq_has_entries(cq)) {
+            nhc_cq_refresh_head(cq);
+        }
         if (cq && cq->irq_enabled && nhc_cq_has_entries(cq)) {
             level = true;
             break;
@@ -112,6 +116,63 @@ static void nhc_cq_irq(NhcCQ *cq, uint32_t posted)
     }
 }
 
+/* ------------------------------------------------------------------------------ shadow doorbells */
+
+/*
+ * Doorbell Buffer Config (NVMe 1.3, 5.7): for I/O queues the host keeps each doorbell value in a
+ * shadow buffer in its memory and writes the real doorbell only when the value passes the
+ * EventIdx the controller published.  The controller reads the shadow value whenever it would
+ * have used the register, and publishes how far it has got.
+ */
+void nhc_dbbuf_attach(NhcCtrl *n, uint16_t qid)
+{
+    if (!n->dbbuf_dbs || !qid) {
+        return;     /* not configured; the admin queue never uses shadow doorbells */
+    }
+    if (n->sq[qid]) {
+        n->sq[qid]->db_addr = n->dbbuf_dbs + 8ull * qid;
+        n->sq[qid]->ei_addr = n->dbbuf_eis + 8ull * qid;
+    }
+    if (n->cq[qid]) {
+        n->cq[qid]->db_addr = n->dbbuf_dbs + 8ull * qid + 4;
+        n->cq[qid]->ei_addr = n->dbbuf_eis + 8ull * qid + 4;
+    }
+}
+
+static bool nhc_shadow_read(NhcCtrl *n, uint64_t addr, uint32_t size, uint32_t *val)
+{
+    uint32_t v;
+
+    if (!addr || pci_dma_read(PCI_DEVICE(n), addr, &v, sizeof(v)) != MEMTX_OK) {
+        return false;
+    }
+    v = le32_to_cpu(v);
+    if (v >= size) {
+        return false;   /* a value no doorbell write could carry: keep the last good one */
+    }
+    *val = v;
+    return true;
+}
+
+static void nhc_shadow_publish(NhcCtrl *n, uint64_t addr, uint32_t val)
+{
+    if (addr) {
+        val = cpu_to_le32(val);
+        pci_dma_write(PCI_DEVICE(n), addr, &val, sizeof(val));
+    }
+}
+
+static void nhc_cq_refresh_head(NhcCQ *cq)
+{
+    uint32_t head, in_use = (cq->tail + cq->size - cq->head) % cq->size;
+
+    if (nhc_shadow_read(cq->n, cq->db_addr, cq->size, &head) &&
+        (head + cq->size - cq->head) % cq->size <= in_use) {
+        cq->head = head;
+        nhc_shadow_publish(cq->n, cq->ei_addr, head);
+    }
+}
+
 /* ------------------------------------------------------------------------------ completions */
 
 static void nhc_post_cqes(NhcCQ *cq)
@@ -121,6 +182,9 @@ static void nhc_post_cqes(NhcCQ *cq)
     bool freed = false;
     NhcReq *req;
 
+    if (!QTAILQ_EMPTY(&cq->done_list)) {
+        nhc_cq_refresh_head(cq);
+    }
     while ((req = QTAILQ_FIRST(&cq->done_list))) {
         NhcSQ *sq = req->sq;
         uint64_t addr;
@@ -294,7 +358,8 @@ void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, bool post)
     NhcCQ *cq = n->cq[sq->cqid];
     NhcReq *req, *next;
 
-    sq->tail = sq->head;        /* fetch nothing more */
+    sq->db_addr = 0;            /* fetch nothing more */
+    sq->tail = sq->head;
     QTAILQ_FOREACH_SAFE(req, &sq->out_list, entry, next) {
         if (req->aiocb) {
             blk_aio_cancel(req->aiocb);
@@ -347,6 +412,9 @@ void nhc_delete_cq(NhcCtrl *n, uint16_t cqid)
 
 static bool nhc_sq_can_fetch(NhcSQ *sq)
 {
+    if (sq->head == sq->tail) {
+        nhc_shadow_read(sq->n, sq->db_addr, sq->size, &sq->tail);
+    }
     return sq->head != sq->tail && !QTAILQ_EMPTY(&sq->free_list) &&
            !(sq->n->csts & NVME_CSTS_FAILED);
 }
@@ -359,6 +427,7 @@ static void nhc_process_sq(NhcSQ *sq, uint32_t burst)
     if (sq->fetching) {
         return;     /* the loop below picks up what a nested completion made possible */
     }
+    nhc_shadow_read(n, sq->db_addr, sq->size, &sq->tail);
     sq->fetching = true;
     while (burst-- && nhc_sq_can_fetch(sq)) {
         uint64_t addr = sq->dma_addr + (uint64_t)sq->head * sizeof(NvmeCmd);
@@ -385,7 +454,11 @@ static void nhc_process_sq(NhcSQ *sq, uint32_t burst)
             req->status = status;
             nhc_req_complete(req);
         }
+        if (sq->head == sq->tail) {
+            nhc_shadow_read(n, sq->db_addr, sq->size, &sq->tail);
+        }
     }
+    nhc_shadow_publish(n, sq->ei_addr, sq->tail);
     sq->fetching = false;
 }
 
@@ -458,6 +531,7 @@ static void nhc_ctrl_reset(NhcCtrl *n)
 {
     blk_drain(n->blkconf.blk);
     nhc_clear_queues(n);
+    n->dbbuf_dbs = n->dbbuf_eis = 0;
     n->csts &= ~NVME_CSTS_READY;
     n->features.arbitration = NHC_ARBITRATION_DEFAULT;
     n->features.num_queues = (n->max_ioqpairs - 1) << 16 | (n->max_ioqpairs - 1);

@@ -87,6 +87,7 @@ struct NhcSQ {
     uint32_t        head, tail, size;
     uint64_t        dma_addr;
     bool            fetching;       /* in nhc_process_sq: completions must not re-enter it */
+    uint64_t        db_addr, ei_addr;   /* shadow doorbell and EventIdx (0: not in use) */
     NhcReq         *reqs;
     QTAILQ_HEAD(, NhcReq) free_list;
     QTAILQ_HEAD(, NhcReq) out_list;
@@ -104,6 +105,7 @@ struct NhcCQ {
     QTAILQ_HEAD(, NhcSQ) sq_list;
     QTAILQ_HEAD(, NhcReq) done_list;    /* completed, waiting for room in the CQ */
     QEMUBH         *bh;                 /* posts done_list (see nhc_req_complete) */
+    uint64_t        db_addr, ei_addr;   /* shadow doorbell and EventIdx (0: not in use) */
     /* interrupt coalescing (feature 08h) */
     uint32_t        coalesced;
     QEMUTimer      *coalesce_timer;
@@ -170,6 +172,7 @@ struct NhcCtrl {
 
     NhcFeatures     features;
     QEMUBH         *fetch_bh;       /* round-robin command fetch (see ctrl.c) */
+    uint64_t        dbbuf_dbs, dbbuf_eis;   /* Doorbell Buffer Config (0: not configured) */
 
     /* asynchronous events */
     NhcReq         *aer_reqs[NHC_AERL + 1];
@@ -219,6 +222,7 @@ uint16_t nhc_create_cq(NhcCtrl *n, uint16_t cqid, uint64_t dma_addr, uint32_t si
                        uint16_t vector, bool irq_enabled);
 void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, bool post);
 void nhc_delete_cq(NhcCtrl *n, uint16_t cqid);
+void nhc_dbbuf_attach(NhcCtrl *n, uint16_t qid);
 
 /* admin-cmd.c */
 uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req);
