@@ -2,6 +2,7 @@
  * test-buffer.c - write buffers and read cache: the seeds' own examples, the victim orders, and
  * invariants under random request sequences for every policy.
  */
+#include "unit.h"
 #include "engine-priv.h"
 #include "../../buffers/buffer.h"
 #include "../../buffers/lbuf.h"
@@ -437,19 +438,6 @@ static void test_durable_flush(void)
 
 /* ------------------------------------------------------------------ through the engine */
 
-static NhEngine *make(const char *conf, uint64_t cap)
-{
-    NhConfig cfg;
-    GError *err = NULL;
-    NhEngine *e;
-
-    nh_config_defaults(&cfg);
-    g_assert_true(nh_config_parse(&cfg, conf, &err));
-    e = nh_engine_new(&cfg, cap, &err);
-    g_assert_no_error(err);
-    return e;
-}
-
 static uint64_t submit(NhEngine *e, NhOp op, uint64_t off, uint64_t len, uint64_t now)
 {
     NhRequest req = { .op = op, .offset = off, .length = len };
@@ -471,7 +459,7 @@ static void seed000_run(const char *policy, uint64_t *copies, uint64_t *switches
 {
     char *conf = g_strdup_printf("channels=1,ways=1,pages=4,ftl=fast,log-blocks=4,"
                                  "buffer=%s,buffer-size=64K,cache-size=64K", policy);
-    NhEngine *e = make(conf, 1 << 20);
+    NhEngine *e = unit_engine(conf, 1 << 20);
     uint64_t now = 0;
     GError *err = NULL;
 
@@ -528,7 +516,7 @@ static void lbuf_lambda_run(const char *ftl, const char *alpha, uint64_t *lambda
 {
     char *conf = g_strdup_printf("channels=2,ways=1,pages=16,ftl=%s,buffer=lbuf,"
                                  "buffer-size=256K,lbuf-session=64,lbuf-alpha=%s", ftl, alpha);
-    NhEngine *e = make(conf, 4 << 20);
+    NhEngine *e = unit_engine(conf, 4 << 20);
     GRand *r = g_rand_new_with_seed(5);
     uint64_t now = 0;
 
@@ -587,7 +575,7 @@ static void test_engine_policies(void)
             char *conf = g_strdup_printf("channels=2,ways=1,pages=16,ftl=%s,buffer=%s,"
                                          "buffer-size=256K,cache-size=128K,lbuf-session=64",
                                          *ftl, nh_buf_names[p]);
-            NhEngine *e = make(conf, 4 << 20);
+            NhEngine *e = unit_engine(conf, 4 << 20);
             GRand *r = g_rand_new_with_seed(11);
             uint64_t now = 0;
             GError *err = NULL;

@@ -3,7 +3,7 @@
  * write-back, trim, invariants under random I/O with GC of both block kinds, the state file
  * (mapping, GTD and CMT), and the cmt-size key.
  */
-#include "engine.h"
+#include "unit.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -12,27 +12,6 @@
 #define MIB (1024ull * 1024)
 /* one plane, 16 MiB: 4096 logical pages in 4 translation pages of 1024 entries */
 #define ONE_PLANE "ftl=dftl,channels=1,ways=1,pages=64,op=20"
-
-static NhEngine *make(const char *props, uint64_t capacity)
-{
-    NhConfig c;
-    GError *err = NULL;
-    NhEngine *e;
-
-    nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, props, &err));
-    e = nh_engine_new(&c, capacity, &err);
-    g_assert_no_error(err);
-    return e;
-}
-
-static void check(NhEngine *e)
-{
-    GError *err = NULL;
-    if (!nh_engine_check(e, &err)) {
-        g_error("%s", err->message);
-    }
-}
 
 /* "section.key" (or "key" under section) from the statistics document */
 static uint64_t counter(NhEngine *e, const char *section, const char *key)
@@ -78,7 +57,7 @@ static void expect(NhEngine *e, uint64_t hits, uint64_t misses, uint64_t treads,
  * translation page. */
 static void test_known_lru(void)
 {
-    NhEngine *e = make(ONE_PLANE ",cmt-size=16", 16 * MIB);
+    NhEngine *e = unit_engine(ONE_PLANE ",cmt-size=16", 16 * MIB);
     uint64_t lat;
 
     io(e, NH_OP_WRITE, 0, 1);           /* miss, page 0 never written: no read */
@@ -96,7 +75,7 @@ static void test_known_lru(void)
     /* data: 2 reads of mapped pages; translation: 2 reads */
     g_assert_cmpuint(counter(e, "nand", "page_reads"), ==, 4);
     g_assert_cmpuint(counter(e, "nand", "page_programs"), ==, 5);
-    check(e);
+    unit_check(e);
     nh_engine_free(e);
 }
 
@@ -104,7 +83,7 @@ static void test_known_lru(void)
  * page, which are then clean; trim rewrites an uncached translation page once. */
 static void test_known_batch(void)
 {
-    NhEngine *e = make(ONE_PLANE ",cmt-size=32", 16 * MIB);
+    NhEngine *e = unit_engine(ONE_PLANE ",cmt-size=32", 16 * MIB);
 
     io(e, NH_OP_WRITE, 0, 3);           /* lpn 0, 1, 2: three misses, all dirty, page 0 */
     io(e, NH_OP_WRITE, 1024, 1);        /* page 1, cache full */
@@ -126,14 +105,14 @@ static void test_known_batch(void)
     io(e, NH_OP_WRITE, 4000, 1);        /* hit */
     io(e, NH_OP_TRIM, 4000, 1);
     expect(e, 1, 8, 2, 3);
-    check(e);
+    unit_check(e);
     nh_engine_free(e);
 }
 
 /* With a CMT as large as the space, only cold misses remain, and nothing is written back. */
 static void test_whole_space_cached(void)
 {
-    NhEngine *e = make(ONE_PLANE, 16 * MIB);     /* default 4M: more entries than pages */
+    NhEngine *e = unit_engine(ONE_PLANE, 16 * MIB);     /* default 4M: more entries than pages */
 
     for (int round = 0; round < 3; round++) {
         for (uint64_t lpn = 0; lpn < 4096; lpn += 8) {
@@ -141,7 +120,7 @@ static void test_whole_space_cached(void)
         }
     }
     expect(e, 2 * 4096, 4096, 0, 0);
-    check(e);
+    unit_check(e);
     nh_engine_free(e);
 }
 
@@ -172,7 +151,7 @@ static void churn(NhEngine *e, uint64_t capacity, unsigned ops, guint32 seed, bo
             shadow[p] = q.op == NH_OP_WRITE;
         }
         if (i % 5000 == 4999) {
-            check(e);
+            unit_check(e);
         }
     }
     g_rand_free(r);
@@ -188,13 +167,13 @@ static void test_random(void)
     };
     for (size_t i = 0; i < G_N_ELEMENTS(props); i++) {
         uint64_t cap = 8 * MIB;
-        NhEngine *e = make(props[i], cap);
+        NhEngine *e = unit_engine(props[i], cap);
         uint32_t ps = nh_engine_config(e)->page_size;
         bool *shadow = g_new0(bool, cap / ps);
         uint64_t pages_total = counter(e, "geometry", "pages_total");
 
         churn(e, cap, 40000, (guint32)i + 1, shadow);
-        check(e);
+        unit_check(e);
         for (uint64_t p = 0; p < cap / ps; p++) {
             g_assert_cmpint(nh_engine_is_mapped(e, p * ps), ==, shadow[p]);
         }
@@ -216,7 +195,7 @@ static void test_random(void)
 static void test_state(void)
 {
     const char *props = "ftl=dftl,channels=2,ways=1,pages=16,op=15,cmt-size=512";
-    NhEngine *a = make(props, 8 * MIB), *b = make(props, 8 * MIB);
+    NhEngine *a = unit_engine(props, 8 * MIB), *b = unit_engine(props, 8 * MIB);
     char *dir = g_dir_make_tmp("nh-dftl-XXXXXX", NULL);
     char *path = g_build_filename(dir, "state", NULL);
     GError *err = NULL;
@@ -227,7 +206,7 @@ static void test_state(void)
     g_assert_no_error(err);
     g_assert_true(nh_engine_load(b, path, NULL, NULL, &err));
     g_assert_no_error(err);
-    check(b);
+    unit_check(b);
     for (uint64_t p = 0; p < 8 * MIB; p += 4096) {
         g_assert_cmpint(nh_engine_is_mapped(a, p), ==, nh_engine_is_mapped(b, p));
     }
@@ -246,7 +225,7 @@ static void test_state(void)
     nh_engine_free(b);
 
     /* a smaller CMT cannot take the saved one */
-    b = make("ftl=dftl,channels=2,ways=1,pages=16,op=15,cmt-size=64", 8 * MIB);
+    b = unit_engine("ftl=dftl,channels=2,ways=1,pages=16,op=15,cmt-size=64", 8 * MIB);
     g_assert_false(nh_engine_load(b, path, NULL, NULL, &err));
     g_assert_nonnull(strstr(err->message, "cmt-size"));
     g_clear_error(&err);
@@ -286,7 +265,7 @@ static void test_config(void)
     e = nh_engine_new(&c, 1ull << 30, &err);
     g_assert_no_error(err);
     churn(e, 64 * MIB, 2000, 3, NULL);
-    check(e);
+    unit_check(e);
     nh_engine_free(e);
     /* an explicit count without that room is refused, naming the minimum */
     g_assert_true(nh_config_parse(&c, "channels=1,ways=1,pages=64,blocks=70,op=7", NULL));

@@ -2,55 +2,18 @@
  * Page FTL invariants under long random sequences of writes, reads and trims of random sizes and
  * alignments, with GC running all the time (small spare), plus the memory test for 1 TiB.
  */
-#include "engine.h"
+#include "unit.h"
 #include "ftl.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static NhEngine *make(const char *props, uint64_t capacity)
-{
-    NhConfig c;
-    GError *err = NULL;
-    NhEngine *e;
-
-    nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, props, &err));
-    e = nh_engine_new(&c, capacity, &err);
-    g_assert_no_error(err);
-    return e;
-}
-
-static void check(NhEngine *e)
-{
-    GError *err = NULL;
-    if (!nh_engine_check(e, &err)) {
-        g_error("%s", err->message);
-    }
-}
-
-static uint64_t json_uint(NhEngine *e, const char *a, const char *b)
-{
-    char *js = nh_engine_stats_json(e, false);
-    char *key = g_strdup_printf("\"%s\":{", a);
-    char *p = strstr(js, key), *q;
-    uint64_t v;
-    g_assert_nonnull(p);
-    key = (g_free(key), g_strdup_printf("\"%s\":", b));
-    q = strstr(p, key);
-    g_assert_nonnull(q);
-    v = g_ascii_strtoull(q + strlen(key), NULL, 10);
-    g_free(key);
-    g_free(js);
-    return v;
-}
-
 /* A shadow of which pages hold data: a write maps every page it touches, a trim unmaps only the
  * pages it covers whole. */
 static NhEngine *run_random(const char *props, uint64_t capacity, unsigned ops, guint32 seed)
 {
-    NhEngine *e = make(props, capacity);
+    NhEngine *e = unit_engine(props, capacity);
     uint32_t ps = nh_engine_config(e)->page_size;
     uint64_t npages = capacity / ps, now = 0, last_done = 0;
     bool *shadow = g_new0(bool, npages);
@@ -87,7 +50,7 @@ static NhEngine *run_random(const char *props, uint64_t capacity, unsigned ops, 
             }
         }
         if (i % 2000 == 1999 || i == ops - 1) {
-            check(e);
+            unit_check(e);
             for (uint64_t p = 0; p < npages; p++) {
                 if (nh_engine_is_mapped(e, p * ps) != shadow[p]) {
                     g_error("op %u: page %" G_GUINT64_FORMAT " mapped=%d, expected %d", i, p,
@@ -97,10 +60,10 @@ static NhEngine *run_random(const char *props, uint64_t capacity, unsigned ops, 
         }
     }
     /* GC must have run, or the test proves little */
-    g_assert_cmpuint(json_uint(e, "ftl", "gc_blocks"), >, 0);
-    g_assert_cmpuint(json_uint(e, "nand", "block_erases"), >, 0);
+    g_assert_cmpuint(unit_stat(e, "ftl", "gc_blocks"), >, 0);
+    g_assert_cmpuint(unit_stat(e, "nand", "block_erases"), >, 0);
     g_test_message("%s: %" G_GUINT64_FORMAT " GC victims, %" G_GUINT64_FORMAT " copies",
-                   props, json_uint(e, "ftl", "gc_blocks"), json_uint(e, "ftl", "gc_page_copies"));
+                   props, unit_stat(e, "ftl", "gc_blocks"), unit_stat(e, "ftl", "gc_page_copies"));
     g_free(shadow);
     g_rand_free(r);
     return e;
@@ -124,8 +87,8 @@ static void test_random_wear_levelling(void)
     NhWear w;
     nh_engine_wear(e, &w);
     g_test_message("static wear levelling: %" G_GUINT64_FORMAT " blocks moved, erases %u..%u",
-                   json_uint(e, "ftl", "wl_blocks"), w.erase_min, w.erase_max);
-    g_assert_cmpuint(json_uint(e, "ftl", "wl_blocks"), >, 0);
+                   unit_stat(e, "ftl", "wl_blocks"), w.erase_min, w.erase_max);
+    g_assert_cmpuint(unit_stat(e, "ftl", "wl_blocks"), >, 0);
     nh_engine_free(e);
 }
 
@@ -149,16 +112,16 @@ static void test_random_small_pool(gconstpointer props)
     NhEngine *e = run_random(props, 2 << 20, 60000, 6);
     g_test_message("%s: %" G_GUINT64_FORMAT " switch, %" G_GUINT64_FORMAT " partial, %"
                    G_GUINT64_FORMAT " full merges", (const char *)props,
-                   json_uint(e, "merges", "switch"), json_uint(e, "merges", "partial"),
-                   json_uint(e, "merges", "full"));
-    g_assert_cmpuint(json_uint(e, "merges", "full"), >, 1000);
+                   unit_stat(e, "merges", "switch"), unit_stat(e, "merges", "partial"),
+                   unit_stat(e, "merges", "full"));
+    g_assert_cmpuint(unit_stat(e, "merges", "full"), >, 1000);
     nh_engine_free(e);
 }
 
 /* A write over a mapped page that covers only part of it reads the old page first. */
 static void test_rmw(void)
 {
-    NhEngine *e = make("channels=1,ways=1,pages=16,op=20", 1 << 20);
+    NhEngine *e = unit_engine("channels=1,ways=1,pages=16,op=20", 1 << 20);
     NhRequest w = { .op = NH_OP_WRITE, .offset = 0, .length = 4096 };
     uint64_t d;
 
@@ -166,21 +129,21 @@ static void test_rmw(void)
     w.offset = 512;
     w.length = 1024;
     g_assert_true(nh_engine_submit(e, &w, d, &d, NULL));
-    g_assert_cmpuint(json_uint(e, "ftl", "rmw_reads"), ==, 1);
-    g_assert_cmpuint(json_uint(e, "nand", "page_reads"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "ftl", "rmw_reads"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_reads"), ==, 1);
     /* a partial write of an unmapped page has nothing to merge */
     w.offset = 8192 + 100;
     g_assert_true(nh_engine_submit(e, &w, d, &d, NULL));
-    g_assert_cmpuint(json_uint(e, "ftl", "rmw_reads"), ==, 1);
-    g_assert_cmpuint(json_uint(e, "host", "write_pages"), ==, 3);
-    check(e);
+    g_assert_cmpuint(unit_stat(e, "ftl", "rmw_reads"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "host", "write_pages"), ==, 3);
+    unit_check(e);
     nh_engine_free(e);
 }
 
 /* Trimmed pages are invalid: GC never copies them.  Fill, trim everything, overwrite: no copies. */
 static void test_trim_not_copied(void)
 {
-    NhEngine *e = make("channels=1,ways=1,pages=16,op=10", 2 << 20);
+    NhEngine *e = unit_engine("channels=1,ways=1,pages=16,op=10", 2 << 20);
     NhRequest q = { .op = NH_OP_WRITE, .length = 4096 };
     uint64_t d = 0;
 
@@ -193,15 +156,15 @@ static void test_trim_not_copied(void)
         g_assert_true(nh_engine_submit(e, &t, d, &d, NULL));
         g_assert_false(nh_engine_is_mapped(e, 0));
     }
-    g_assert_cmpuint(json_uint(e, "nand", "block_erases"), >, 0);
-    g_assert_cmpuint(json_uint(e, "ftl", "gc_page_copies"), ==, 0);
-    check(e);
+    g_assert_cmpuint(unit_stat(e, "nand", "block_erases"), >, 0);
+    g_assert_cmpuint(unit_stat(e, "ftl", "gc_page_copies"), ==, 0);
+    unit_check(e);
     nh_engine_free(e);
 }
 
 static void test_bad_requests(void)
 {
-    NhEngine *e = make("channels=1,ways=1,pages=16,op=10", 1 << 20);
+    NhEngine *e = unit_engine("channels=1,ways=1,pages=16,op=10", 1 << 20);
     NhRequest q = { .op = NH_OP_WRITE, .offset = 0, .length = 0 };
     uint64_t d = 7;
     GError *err = NULL;
@@ -251,7 +214,7 @@ static void test_terabyte(void)
 {
     long before = rss_kib();
     gint64 t0 = g_get_monotonic_time();
-    NhEngine *e = make("", 1ull << 40);
+    NhEngine *e = unit_engine("", 1ull << 40);
     double secs = (g_get_monotonic_time() - t0) / 1e6;
     long grown = rss_kib() - before;
     uint64_t d = 0;

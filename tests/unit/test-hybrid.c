@@ -8,26 +8,13 @@
  *
  * Every geometry here has one channel and one die, so the counters do not depend on placement.
  */
-#include "engine.h"
+#include "unit.h"
 
 #include <string.h>
 #include <glib/gstdio.h>
 
 #define PS 4096
 #define IDLE 1000000000000ull   /* far after anything booked so far */
-
-static NhEngine *make(const char *props, uint64_t capacity)
-{
-    NhConfig c;
-    GError *err = NULL;
-    NhEngine *e;
-
-    nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, props, &err));
-    e = nh_engine_new(&c, capacity, &err);
-    g_assert_no_error(err);
-    return e;
-}
 
 static uint64_t submit(NhEngine *e, NhOp op, uint64_t lpn, uint64_t npages, uint64_t now)
 {
@@ -63,21 +50,13 @@ static uint64_t counter(NhEngine *e, const char *group, const char *key)
     return v;
 }
 
-static void check(NhEngine *e)
-{
-    GError *err = NULL;
-    if (!nh_engine_check(e, &err)) {
-        g_error("%s", err->message);
-    }
-}
-
 typedef struct Expect {
     uint64_t sw, partial, full, copies, erases, programs, reads;
 } Expect;
 
 static void expect(NhEngine *e, Expect x)
 {
-    check(e);
+    unit_check(e);
     g_assert_cmpuint(counter(e, "merges", "switch"), ==, x.sw);
     g_assert_cmpuint(counter(e, "merges", "partial"), ==, x.partial);
     g_assert_cmpuint(counter(e, "merges", "full"), ==, x.full);
@@ -99,7 +78,7 @@ static void expect(NhEngine *e, Expect x)
  * no copy, one erase (the old data block).  8 + 8 programs. */
 static void test_fast_switch(void)
 {
-    NhEngine *e = make("ftl=fast," P8, CAP8);
+    NhEngine *e = unit_engine("ftl=fast," P8, CAP8);
 
     submit(e, NH_OP_WRITE, 0, 8, 0);
     submit(e, NH_OP_WRITE, 0, 8, 0);
@@ -114,7 +93,7 @@ static void test_fast_switch(void)
  * Programs 16 + 4 + 4 + 1 = 25. */
 static void test_fast_partial(void)
 {
-    NhEngine *e = make("ftl=fast," P8, CAP8);
+    NhEngine *e = unit_engine("ftl=fast," P8, CAP8);
 
     submit(e, NH_OP_WRITE, 0, 16, 0);
     submit(e, NH_OP_WRITE, 0, 4, 0);
@@ -146,7 +125,7 @@ static void test_fast_partial(void)
 static void test_fast_full(void)
 {
     static const uint64_t seq[] = { 1, 6, 11, 5, 2, 13, 7, 9, 3, 14, 10, 6, 15 };
-    NhEngine *e = make("ftl=fast,log-blocks=3," P4, CAP4);
+    NhEngine *e = unit_engine("ftl=fast,log-blocks=3," P4, CAP4);
 
     submit(e, NH_OP_WRITE, 0, 16, 0);
     write_each(e, seq, 8);
@@ -162,7 +141,7 @@ static void test_fast_full(void)
 /* BAST: block 0 rewritten in order fills its log block, which is switched: no copy, 1 erase. */
 static void test_bast_switch(void)
 {
-    NhEngine *e = make("ftl=bast,log-blocks=2," P4, CAP4);
+    NhEngine *e = unit_engine("ftl=bast,log-blocks=2," P4, CAP4);
 
     submit(e, NH_OP_WRITE, 0, 4, 0);
     submit(e, NH_OP_WRITE, 0, 4, 0);
@@ -189,7 +168,7 @@ static void test_bast_switch(void)
 static void test_bast_full_partial(void)
 {
     static const uint64_t seq[] = { 1, 2, 5, 9, 6, 12, 13, 1, 10 };
-    NhEngine *e = make("ftl=bast,log-blocks=2," P4, CAP4);
+    NhEngine *e = unit_engine("ftl=bast,log-blocks=2," P4, CAP4);
 
     submit(e, NH_OP_WRITE, 0, 16, 0);
     write_each(e, seq, G_N_ELEMENTS(seq));
@@ -219,7 +198,7 @@ static void test_bast_full_partial(void)
 static void test_sast_full(void)
 {
     static const uint64_t seq[] = { 1, 6, 2, 5, 9, 3, 13, 7, 4, 0, 1, 11, 8, 14 };
-    NhEngine *e = make("ftl=sast,sast-n=2,sast-k=2,log-blocks=3," P4, CAP4);
+    NhEngine *e = unit_engine("ftl=sast,sast-n=2,sast-k=2,log-blocks=3," P4, CAP4);
 
     submit(e, NH_OP_WRITE, 0, 16, 0);
     write_each(e, seq, 11);
@@ -235,7 +214,7 @@ static void test_sast_full(void)
 static void test_trim_not_copied(void)
 {
     static const uint64_t seq[] = { 1, 6, 11, 5, 2, 13, 7, 9, 3 };
-    NhEngine *e = make("ftl=fast,log-blocks=3," P4, CAP4);
+    NhEngine *e = unit_engine("ftl=fast,log-blocks=3," P4, CAP4);
 
     submit(e, NH_OP_WRITE, 0, 16, 0);
     submit(e, NH_OP_TRIM, 8, 4, 0);
@@ -258,7 +237,7 @@ static void test_trim_not_copied(void)
 static void test_read_behind_merge(void)
 {
     static const uint64_t seq[] = { 1, 6, 11, 5, 2, 13, 7, 9 };
-    NhEngine *e = make("ftl=fast,log-blocks=3,t-erase=10ms," P4, CAP4);
+    NhEngine *e = unit_engine("ftl=fast,log-blocks=3,t-erase=10ms," P4, CAP4);
 
     submit(e, NH_OP_WRITE, 0, 16, 0);
     write_each(e, seq, G_N_ELEMENTS(seq));
@@ -275,7 +254,7 @@ static void test_save_load(gconstpointer ftl)
 {
     char *props = g_strdup_printf("ftl=%s,log-blocks=3,sast-n=2,sast-k=2,channels=2,ways=1,"
                                   "pages=8,op=10", (const char *)ftl);
-    NhEngine *a = make(props, 2 << 20), *b = make(props, 2 << 20);
+    NhEngine *a = unit_engine(props, 2 << 20), *b = unit_engine(props, 2 << 20);
     char *dir = g_dir_make_tmp("nh-hybrid-XXXXXX", NULL);
     char *path = g_build_filename(dir, "state", NULL);
     GRand *r = g_rand_new_with_seed(11);
@@ -291,14 +270,14 @@ static void test_save_load(gconstpointer ftl)
     g_assert_no_error(err);
     g_assert_true(nh_engine_load(b, path, NULL, NULL, &err));
     g_assert_no_error(err);
-    check(b);
+    unit_check(b);
     for (int i = 0; i < 3000; i++) {
         uint64_t lpn = g_rand_int_range(r, 0, (gint32)pages - 4);
         uint64_t n = g_rand_int_range(r, 1, 4);
         submit(a, NH_OP_WRITE, lpn, n, IDLE + i * 1000);
         submit(b, NH_OP_WRITE, lpn, n, IDLE + i * 1000);
     }
-    check(b);
+    unit_check(b);
     for (uint64_t p = 0; p < pages; p++) {
         g_assert_cmpint(nh_engine_is_mapped(a, p * PS), ==, nh_engine_is_mapped(b, p * PS));
     }
@@ -318,7 +297,7 @@ static void test_save_load(gconstpointer ftl)
 /* Another log-block layout is refused, naming the keys. */
 static void test_load_other_layout(void)
 {
-    NhEngine *a = make("ftl=sast,sast-k=2," P4, CAP4), *b = make("ftl=sast,sast-k=3," P4, CAP4);
+    NhEngine *a = unit_engine("ftl=sast,sast-k=2," P4, CAP4), *b = unit_engine("ftl=sast,sast-k=3," P4, CAP4);
     char *dir = g_dir_make_tmp("nh-hybrid-XXXXXX", NULL);
     char *path = g_build_filename(dir, "state", NULL);
     GError *err = NULL;
@@ -361,7 +340,7 @@ static void test_refusals(void)
     refused("ftl=fast,log-blocks=1," P4, "fast needs at least 2");
     refused("ftl=sast,log-blocks=2,sast-k=3," P4, "sast-k");
     /* with blocks=auto the geometry grows to hold the pool */
-    e = make("ftl=fast,log-blocks=9," P4, CAP4);
+    e = unit_engine("ftl=fast,log-blocks=9," P4, CAP4);
     g_assert_cmpuint(nh_engine_config(e)->blocks, ==, 16 + 9 + 1);
     nh_engine_free(e);
 }

@@ -1,6 +1,6 @@
 /* Power loss: a volatile write buffer's dirty pages are lost (reported sector-exactly, forgotten by
  * the model), a capacitor-backed one loses nothing, and the engine goes on working. */
-#include "engine.h"
+#include "unit.h"
 
 #include <string.h>
 
@@ -19,19 +19,6 @@ static void on_lost(void *opaque, uint64_t offset, uint64_t length)
     l->bytes += length;
 }
 
-static NhEngine *make(const char *props)
-{
-    NhConfig c;
-    GError *err = NULL;
-    NhEngine *e;
-
-    nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, props, &err));
-    e = nh_engine_new(&c, 64 << 20, &err);
-    g_assert_no_error(err);
-    return e;
-}
-
 static void submit(NhEngine *e, NhOp op, uint64_t off, uint64_t len, uint64_t now)
 {
     NhRequest r = { .op = op, .offset = off, .length = len };
@@ -41,7 +28,7 @@ static void submit(NhEngine *e, NhOp op, uint64_t off, uint64_t len, uint64_t no
 
 static void test_volatile(void)
 {
-    NhEngine *e = make("buffer=lru,buffer-size=1M,buffer-volatile=on");
+    NhEngine *e = unit_engine("buffer=lru,buffer-size=1M,buffer-volatile=on", 64 << 20);
     Lost l = { 0 };
 
     submit(e, NH_OP_WRITE, 1 << 20, 8192, 1000);    /* pages 256-257 ... */
@@ -74,7 +61,7 @@ static void test_volatile(void)
 
 static void test_partial_run(void)
 {
-    NhEngine *e = make("buffer=lru,buffer-size=1M,buffer-volatile=on");
+    NhEngine *e = unit_engine("buffer=lru,buffer-size=1M,buffer-volatile=on", 64 << 20);
     Lost l = { 0 };
 
     submit(e, NH_OP_WRITE, 8192 + 512, 1536, 1000);  /* sectors 1-3 of page 2 */
@@ -90,7 +77,7 @@ static void test_durable(void)
     const char *props[] = { "buffer=lru,buffer-size=1M,buffer-volatile=off",
                             "buffer=cbm,buffer-media=sttmram", "buffer=none", NULL };
     for (const char **p = props; *p; p++) {
-        NhEngine *e = make(*p);
+        NhEngine *e = unit_engine(*p, 64 << 20);
         Lost l = { 0 };
         submit(e, NH_OP_WRITE, 0, 65536, 1000);
         nh_engine_power_loss(e, on_lost, &l);

@@ -1,5 +1,5 @@
 /* Saving and loading the model: round trip, refusals that leave the engine alone, dirty images. */
-#include "engine.h"
+#include "unit.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -8,19 +8,6 @@
 
 #define PROPS "channels=2,ways=2,pages=16,op=10,wl-threshold=8"
 #define CAP (4 << 20)
-
-static NhEngine *make(const char *props, uint64_t capacity)
-{
-    NhConfig c;
-    GError *err = NULL;
-    NhEngine *e;
-
-    nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, props, &err));
-    e = nh_engine_new(&c, capacity, &err);
-    g_assert_no_error(err);
-    return e;
-}
 
 static void churn(NhEngine *e, guint32 seed, int n)
 {
@@ -62,7 +49,7 @@ static void remove_tmp(char *path)
 
 static void test_round_trip(void)
 {
-    NhEngine *a = make(PROPS, CAP), *b = make(PROPS, CAP);
+    NhEngine *a = unit_engine(PROPS, CAP), *b = unit_engine(PROPS, CAP);
     char *path = tmp_path("state");
     GBytes *fe = NULL;
     bool clean = false;
@@ -109,9 +96,9 @@ static void test_round_trip(void)
 
 static void test_refusals(void)
 {
-    NhEngine *a = make(PROPS, CAP), *b = make(PROPS, CAP);
-    NhEngine *other = make("channels=1,ways=2,pages=16,op=10", CAP);
-    NhEngine *smaller = make(PROPS, CAP / 2);
+    NhEngine *a = unit_engine(PROPS, CAP), *b = unit_engine(PROPS, CAP);
+    NhEngine *other = unit_engine("channels=1,ways=2,pages=16,op=10", CAP);
+    NhEngine *smaller = unit_engine(PROPS, CAP / 2);
     char *path = tmp_path("state"), *data, *before, *after;
     gsize len;
     GError *err = NULL;
@@ -165,7 +152,7 @@ static void test_refusals(void)
  * front end with mark_written, which leaves the counters alone. */
 static void test_dirty(void)
 {
-    NhEngine *a = make(PROPS, CAP), *b = make(PROPS, CAP);
+    NhEngine *a = unit_engine(PROPS, CAP), *b = unit_engine(PROPS, CAP);
     char *path = tmp_path("state"), *before, *after;
     bool clean = true;
     GError *err = NULL;
@@ -214,7 +201,7 @@ static void test_dirty(void)
  * dirty image: after a crash the counters are the checkpoint's, not the last clean save's. */
 static void test_checkpoint(void)
 {
-    NhEngine *a = make(PROPS, CAP), *b = make(PROPS, CAP);
+    NhEngine *a = unit_engine(PROPS, CAP), *b = unit_engine(PROPS, CAP);
     char *path = tmp_path("state"), *want, *got;
     GBytes *fe = NULL;
     bool clean = true;
@@ -252,7 +239,7 @@ static void test_checkpoint(void)
 /* A 1 TiB space with a little data saves to a small file, quickly. */
 static void test_sparse(void)
 {
-    NhEngine *a = make("", 1ull << 40), *b = make("", 1ull << 40);
+    NhEngine *a = unit_engine("", 1ull << 40), *b = unit_engine("", 1ull << 40);
     char *path = tmp_path("state");
     GStatBuf st;
     uint64_t done = 0;

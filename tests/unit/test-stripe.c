@@ -4,7 +4,7 @@
  * programming (a word line's 3 pages in one tPROG) and stripe-aware merging (seed 001).
  * Times follow from nand.h: SLC 25 us tR, 200 us tPROG, 4 KiB over 800 MB/s 5.12 us.
  */
-#include "engine.h"
+#include "unit.h"
 
 #include <string.h>
 
@@ -13,19 +13,6 @@
 #define TPROG 200000ull
 #define TR 25000ull
 #define TLC_PROG 2926000ull
-
-static NhEngine *make(const char *props, uint64_t capacity)
-{
-    NhConfig c;
-    GError *err = NULL;
-    NhEngine *e;
-
-    nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, props, &err));
-    e = nh_engine_new(&c, capacity, &err);
-    g_assert_no_error(err);
-    return e;
-}
 
 static uint64_t submit(NhEngine *e, NhOp op, uint32_t flags, uint64_t off, uint64_t len,
                        uint64_t now)
@@ -38,54 +25,30 @@ static uint64_t submit(NhEngine *e, NhOp op, uint32_t flags, uint64_t off, uint6
     return done;
 }
 
-/* Counter @b of section @a of the statistics document. */
-static uint64_t stat(NhEngine *e, const char *a, const char *b)
-{
-    char *js = nh_engine_stats_json(e, false);
-    char *key = g_strdup_printf("\"%s\":{", a);
-    char *p = strstr(js, key), *q;
-    uint64_t v;
-    g_assert_nonnull(p);
-    key = (g_free(key), g_strdup_printf("\"%s\":", b));
-    q = strstr(p, key);
-    g_assert_nonnull(q);
-    v = g_ascii_strtoull(q + strlen(key), NULL, 10);
-    g_free(key);
-    g_free(js);
-    return v;
-}
-
-static void check(NhEngine *e)
-{
-    GError *err = NULL;
-    g_assert_true(nh_engine_check(e, &err));
-    g_assert_no_error(err);
-}
-
 /* Two planes of one die: pages 0 and 1 of a write land on plane 0 and 1 at the same offset. */
 static void test_multi_plane(void)
 {
-    NhEngine *e = make("channels=1,ways=1,planes=2,pages=16,op=10", 1 << 20);
+    NhEngine *e = unit_engine("channels=1,ways=1,planes=2,pages=16,op=10", 1 << 20);
 
     /* one tPROG after both transfers, not two programs back to back (2 * 205,120 ns) */
     g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 0, 2 * 4096, 0), ==, 2 * XFER + TPROG);
-    g_assert_cmpuint(stat(e, "nand", "page_programs"), ==, 2);
-    g_assert_cmpuint(stat(e, "nand", "program_ops"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 2);
+    g_assert_cmpuint(unit_stat(e, "nand", "program_ops"), ==, 1);
     /* reads: one tR senses both planes, the transfers follow each other (not 2 * 30,120) */
     g_assert_cmpuint(submit(e, NH_OP_READ, 0, 0, 2 * 4096, IDLE) - IDLE, ==, TR + 2 * XFER);
-    g_assert_cmpuint(stat(e, "nand", "read_ops"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "nand", "read_ops"), ==, 1);
     /* separate requests are separate operations, even at the same time */
     g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 2 * 4096, 4096, 2 * IDLE) - 2 * IDLE, ==,
                      XFER + TPROG);
     g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 3 * 4096, 4096, 2 * IDLE) - 2 * IDLE, ==,
                      2 * (XFER + TPROG));
-    check(e);
+    unit_check(e);
     nh_engine_free(e);
 
     /* planes=1 is unchanged: two dies would overlap, one die serialises */
-    e = make("channels=1,ways=1,pages=16,op=10", 1 << 20);
+    e = unit_engine("channels=1,ways=1,pages=16,op=10", 1 << 20);
     g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 0, 2 * 4096, 0), ==, 2 * (XFER + TPROG));
-    g_assert_cmpuint(stat(e, "nand", "program_ops"), ==, 2);
+    g_assert_cmpuint(unit_stat(e, "nand", "program_ops"), ==, 2);
     nh_engine_free(e);
 }
 
@@ -107,21 +70,21 @@ static void test_one_shot(void)
     NhEngine *e;
 
     /* one-shot: three pages of one word line cost 3 transfers and one tPROG */
-    e = make("channels=1,ways=1,pages=96,op=10,cell=tlc,one-shot=on", 1 << 20);
+    e = unit_engine("channels=1,ways=1,pages=96,op=10,cell=tlc,one-shot=on", 1 << 20);
     g_assert_cmpuint(submit(e, NH_OP_WRITE, NH_REQ_FUA, 0, 3 * 4096, 0), ==,
                      3 * XFER + TLC_PROG);
-    g_assert_cmpuint(stat(e, "nand", "page_programs"), ==, 3);
-    g_assert_cmpuint(stat(e, "nand", "program_ops"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 3);
+    g_assert_cmpuint(unit_stat(e, "nand", "program_ops"), ==, 1);
     /* a single page is staged (complete at once) and a flush programs its word line padded */
     g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 3 * 4096, 4096, IDLE), ==, IDLE);
     g_assert_true(nh_engine_is_mapped(e, 3 * 4096));
     g_assert_cmpuint(submit(e, NH_OP_FLUSH, 0, 0, 0, IDLE) - IDLE, ==, 3 * XFER + TLC_PROG);
-    g_assert_cmpuint(stat(e, "ftl", "stripe_padding"), ==, 2);
-    check(e);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_padding"), ==, 2);
+    unit_check(e);
     nh_engine_free(e);
 
     /* without it: three programs back to back */
-    e = make("channels=1,ways=1,pages=96,op=10,cell=tlc", 1 << 20);
+    e = unit_engine("channels=1,ways=1,pages=96,op=10,cell=tlc", 1 << 20);
     g_assert_cmpuint(submit(e, NH_OP_WRITE, NH_REQ_FUA, 0, 3 * 4096, 0), ==,
                      3 * (XFER + TLC_PROG));
     nh_engine_free(e);
@@ -136,23 +99,23 @@ static void test_one_shot(void)
 /* A partial stripe waits at most one tPROG; the next request after that finds it programmed. */
 static void test_bounded_wait(void)
 {
-    NhEngine *e = make("channels=2,ways=1,pages=16,op=10,stripe-merge=on", 1 << 20);
+    NhEngine *e = unit_engine("channels=2,ways=1,pages=16,op=10,stripe-merge=on", 1 << 20);
 
     g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 0, 4096, 1000), ==, 1000);
-    g_assert_cmpuint(stat(e, "nand", "page_programs"), ==, 0);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 0);
     submit(e, NH_OP_READ, 0, 0, 4096, 1000 + TPROG - 1);      /* served from the stage */
-    g_assert_cmpuint(stat(e, "nand", "page_programs"), ==, 0);
-    g_assert_cmpuint(stat(e, "nand", "page_reads"), ==, 0);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 0);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_reads"), ==, 0);
     /* forced out at 1000 + tPROG: the read waits for that program's die */
     g_assert_cmpuint(submit(e, NH_OP_READ, 0, 0, 4096, 1000 + TPROG) - (1000 + TPROG), ==,
                      XFER + TPROG + TR + XFER);
-    g_assert_cmpuint(stat(e, "ftl", "stripe_partial"), ==, 1);
-    g_assert_cmpuint(stat(e, "ftl", "stripe_pages"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_partial"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_pages"), ==, 1);
     /* a full stripe (one page per plane) goes at once: two transfers on two buses, one tPROG */
     g_assert_cmpuint(submit(e, NH_OP_WRITE, NH_REQ_FUA, 0, 2 * 4096, IDLE) - IDLE, ==,
                      XFER + TPROG);
-    g_assert_cmpuint(stat(e, "ftl", "stripe_merges"), ==, 1);
-    check(e);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_merges"), ==, 1);
+    unit_check(e);
     nh_engine_free(e);
 }
 
@@ -171,7 +134,7 @@ static Run interleaved_streams(const char *merge)
 {
     char *props = g_strdup_printf("channels=4,ways=2,pages=16,page-size=16K,op=20,"
                                   "stripe-merge=%s", merge);
-    NhEngine *e = make(props, 16 << 20);
+    NhEngine *e = unit_engine(props, 16 << 20);
     uint64_t now = 0;
     Run r;
 
@@ -180,10 +143,10 @@ static Run interleaved_streams(const char *merge)
         now = submit(e, NH_OP_WRITE, 0, off, 4096, now);
     }
     now = submit(e, NH_OP_FLUSH, 0, 0, 0, now);
-    check(e);
-    r = (Run){ stat(e, "nand", "page_programs"), stat(e, "ftl", "rmw_reads"),
-               stat(e, "ftl", "gc_page_copies"), stat(e, "ftl", "stripe_merges"),
-               stat(e, "ftl", "stripe_partial"), now };
+    unit_check(e);
+    r = (Run){ unit_stat(e, "nand", "page_programs"), unit_stat(e, "ftl", "rmw_reads"),
+               unit_stat(e, "ftl", "gc_page_copies"), unit_stat(e, "ftl", "stripe_merges"),
+               unit_stat(e, "ftl", "stripe_partial"), now };
     g_test_message("stripe-merge=%s: %" G_GUINT64_FORMAT " programs of 16 KiB for 16 MiB "
                    "written in 4 KiB (%.2f x the bytes), %" G_GUINT64_FORMAT
                    " read-modify-write reads, %" G_GUINT64_FORMAT " GC copies, %"
@@ -222,7 +185,7 @@ static void test_sub_page_streams(void)
 static Run random_qd1(const char *merge)
 {
     char *props = g_strdup_printf("pages=64,stripe-merge=%s", merge);
-    NhEngine *e = make(props, 64 << 20);
+    NhEngine *e = unit_engine(props, 64 << 20);
     GRand *rnd = g_rand_new_with_seed(11);
     uint64_t now = 0;
     Run r;
@@ -232,13 +195,13 @@ static Run random_qd1(const char *merge)
                      now);
     }
     now = submit(e, NH_OP_FLUSH, 0, 0, 0, now);
-    check(e);
-    r = (Run){ stat(e, "nand", "page_programs"), 0, stat(e, "ftl", "gc_page_copies"),
-               stat(e, "ftl", "stripe_merges"), stat(e, "ftl", "stripe_partial"), now };
+    unit_check(e);
+    r = (Run){ unit_stat(e, "nand", "page_programs"), 0, unit_stat(e, "ftl", "gc_page_copies"),
+               unit_stat(e, "ftl", "stripe_merges"), unit_stat(e, "ftl", "stripe_partial"), now };
     g_test_message("stripe-merge=%s: %" G_GUINT64_FORMAT " programs (%" G_GUINT64_FORMAT
                    " GC copies, %" G_GUINT64_FORMAT " absorbed), %" G_GUINT64_FORMAT
                    " full stripes, %" G_GUINT64_FORMAT " partial, %.0f writes/s",
-                   merge, r.programs, r.copies, stat(e, "ftl", "stripe_overwrites"), r.stripes,
+                   merge, r.programs, r.copies, unit_stat(e, "ftl", "stripe_overwrites"), r.stripes,
                    r.partial, 32768 / (r.time / 1e9));
     g_rand_free(rnd);
     g_free(props);
@@ -265,7 +228,7 @@ static void test_random_qd1(void)
  * and flushes, with one-shot and multi-plane too. */
 static void test_random_mix(gconstpointer props)
 {
-    NhEngine *e = make(props, 4 << 20);
+    NhEngine *e = unit_engine(props, 4 << 20);
     GRand *rnd = g_rand_new_with_seed(3);
     uint64_t now = 0;
 
@@ -286,11 +249,11 @@ static void test_random_mix(gconstpointer props)
             submit(e, NH_OP_FLUSH, 0, 0, 0, now);
         }
         if (i % 5000 == 0) {
-            check(e);
+            unit_check(e);
         }
     }
-    check(e);
-    g_assert_cmpuint(stat(e, "ftl", "gc_blocks"), >, 0);
+    unit_check(e);
+    g_assert_cmpuint(unit_stat(e, "ftl", "gc_blocks"), >, 0);
     g_rand_free(rnd);
     nh_engine_free(e);
 }

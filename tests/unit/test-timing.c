@@ -3,24 +3,11 @@
  * The expected values follow from the model in nand.h: read = tR then a page over the bus;
  * program = a page over the bus then tPROG; erase = tBERS; one timeline per die and per bus.
  */
-#include "engine.h"
+#include "unit.h"
 
 #include <string.h>
 
 #define IDLE 1000000000000ull   /* far after anything booked so far */
-
-static NhEngine *make(const char *props, uint64_t capacity)
-{
-    NhConfig c;
-    GError *err = NULL;
-    NhEngine *e;
-
-    nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, props, &err));
-    e = nh_engine_new(&c, capacity, &err);
-    g_assert_no_error(err);
-    return e;
-}
 
 static uint64_t submit(NhEngine *e, NhOp op, uint64_t off, uint64_t len, uint64_t now)
 {
@@ -36,7 +23,7 @@ static uint64_t submit(NhEngine *e, NhOp op, uint64_t off, uint64_t len, uint64_
 static uint64_t seq_read_time(unsigned channels)
 {
     char *props = g_strdup_printf("channels=%u,ways=1,pages=64,op=10", channels);
-    NhEngine *e = make(props, 64 << 20);
+    NhEngine *e = unit_engine(props, 64 << 20);
     uint64_t t;
 
     submit(e, NH_OP_WRITE, 0, 4 << 20, 0);
@@ -64,7 +51,7 @@ static void test_channel_scaling(void)
 static void test_die_serialises(void)
 {
     /* two dies on one channel: reads overlap on the dies but share the bus */
-    NhEngine *e = make("channels=1,ways=2,pages=16,op=10", 1 << 20);
+    NhEngine *e = unit_engine("channels=1,ways=2,pages=16,op=10", 1 << 20);
     uint64_t a, b, c;
 
     submit(e, NH_OP_WRITE, 0, 3 * 4096, 0);     /* pages 0, 2 on way 0; page 1 on way 1 */
@@ -99,7 +86,7 @@ static uint64_t counter(NhEngine *e, const char *key)
 /* Everything on one die: a read that arrives when background GC starts waits for its erase. */
 static void test_read_behind_gc(void)
 {
-    NhEngine *e = make("channels=1,ways=1,pages=16,op=10,t-erase=10ms", 1 << 20);
+    NhEngine *e = unit_engine("channels=1,ways=1,pages=16,op=10,t-erase=10ms", 1 << 20);
     uint64_t now = 0, blocks_before, gc_wait = 0, plain = 0;
     GRand *r = g_rand_new_with_seed(7);
 
@@ -125,7 +112,7 @@ static void test_read_behind_gc(void)
 
 static void test_latency_zero(void)
 {
-    NhEngine *e = make("channels=1,ways=1,pages=16,op=10,latency=zero", 1 << 20);
+    NhEngine *e = unit_engine("channels=1,ways=1,pages=16,op=10,latency=zero", 1 << 20);
     g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 8192, 100), ==, 100);
     g_assert_cmpuint(submit(e, NH_OP_READ, 0, 8192, IDLE), ==, IDLE);
     /* the model still ran: the histogram holds the modeled latency */
@@ -143,13 +130,13 @@ static void test_presets(void)
     for (size_t i = 0; i < G_N_ELEMENTS(presets); i++) {
         char *props = g_strdup_printf("channels=1,ways=1,pages=16,op=10,cell=%s",
                                       presets[i].cell);
-        NhEngine *e = make(props, 1 << 20);
+        NhEngine *e = unit_engine(props, 1 << 20);
         submit(e, NH_OP_WRITE, 0, 4096, 0);
         g_assert_cmpuint(submit(e, NH_OP_READ, 0, 4096, IDLE) - IDLE, ==, presets[i].read + 5120);
         nh_engine_free(e);
         g_free(props);
     }
-    NhEngine *e = make("channels=1,ways=1,pages=16,op=10,cell=mlc,t-read=1us,channel-mbps=400",
+    NhEngine *e = unit_engine("channels=1,ways=1,pages=16,op=10,cell=mlc,t-read=1us,channel-mbps=400",
                        1 << 20);
     submit(e, NH_OP_WRITE, 0, 4096, 0);
     g_assert_cmpuint(submit(e, NH_OP_READ, 0, 4096, IDLE) - IDLE, ==, 1000 + 10240);
