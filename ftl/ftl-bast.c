@@ -23,19 +23,4 @@ static void *bast_create(const NhFtlEnv *env, GError **errp)
     return h;
 }
 
-const NhFtlOps nh_ftl_bast_ops = {
-    .name = "bast",
-    .create = bast_create,
-    .destroy = hy_destroy,
-    .read = hy_read,
-    .write = hy_write,
-    .trim = hy_trim,
-    .flush = hy_flush,
-    .background = hy_background,
-    .is_mapped = hy_is_mapped,
-    .save = hy_save,
-    .load = hy_load,
-    .check = hy_check,
-    .spare_blocks = hy_spare_blocks,
-    .in_log = hy_in_log,
-};
+const NhFtlOps nh_ftl_bast_ops = NH_HYBRID_OPS("bast", bast_create);

@@ -45,19 +45,4 @@ static void *fast_create(const NhFtlEnv *env, GError **errp)
     return h;
 }
 
-const NhFtlOps nh_ftl_fast_ops = {
-    .name = "fast",
-    .create = fast_create,
-    .destroy = hy_destroy,
-    .read = hy_read,
-    .write = hy_write,
-    .trim = hy_trim,
-    .flush = hy_flush,
-    .background = hy_background,
-    .is_mapped = hy_is_mapped,
-    .save = hy_save,
-    .load = hy_load,
-    .check = hy_check,
-    .spare_blocks = hy_spare_blocks,
-    .in_log = hy_in_log,
-};
+const NhFtlOps nh_ftl_fast_ops = NH_HYBRID_OPS("fast", fast_create);

@@ -114,8 +114,27 @@ uint64_t hy_flush(void *ftl, uint64_t now);
 void hy_background(void *ftl, uint64_t now, bool defer);
 bool hy_is_mapped(void *ftl, uint64_t lpn);
 bool hy_in_log(void *ftl, uint64_t lbn);
+
 void hy_save(void *ftl, GByteArray *out);
 bool hy_load(void *ftl, const guint8 *data, size_t len, GError **errp);
 char *hy_check(void *ftl);
+
+/* The ops table of a hybrid FTL: its name and create hook, every other hook hybrid.c's. */
+#define NH_HYBRID_OPS(ftl_name, create_fn) {        \
+    .name = (ftl_name),                             \
+    .create = (create_fn),                          \
+    .destroy = hy_destroy,                          \
+    .read = hy_read,                                \
+    .write = hy_write,                              \
+    .trim = hy_trim,                                \
+    .flush = hy_flush,                              \
+    .background = hy_background,                    \
+    .is_mapped = hy_is_mapped,                      \
+    .save = hy_save,                                \
+    .load = hy_load,                                \
+    .check = hy_check,                              \
+    .spare_blocks = hy_spare_blocks,                \
+    .in_log = hy_in_log,                            \
+}
 
 #endif

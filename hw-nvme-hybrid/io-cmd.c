@@ -234,32 +234,45 @@ static uint16_t nhc_check_range(NhcCtrl *n, uint64_t slba, uint64_t nlb)
     return NVME_SUCCESS;
 }
 
-static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
+/*
+ * What Read, Write and Compare check before anything happens: the LBA range (and, for a write,
+ * that no BAR1 entry pins it), the transfer size against MDTS, and the PRPs, mapped into
+ * req->qsg.  On success *off and *len give the byte range.
+ */
+static uint16_t nhc_rw_check_and_map(NhcCtrl *n, NhcReq *req, bool write, uint64_t *off,
+                                     uint64_t *len)
 {
     NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
     uint64_t slba = le64_to_cpu(rw->slba);
     uint32_t nlb = le16_to_cpu(rw->nlb) + 1;
-    uint64_t len = (uint64_t)nlb << n->lba_shift;
-    uint64_t off = slba << n->lba_shift;
-    bool write = rw->opcode == NVME_CMD_WRITE;
-    bool fua = le16_to_cpu(rw->control) & NVME_RW_FUA;
-    /* Dataset Management field, Access Latency = Low (11b): a priority request, during which
-     * the engine defers background cleaning (seed 001's priority-aware cleaning). */
-    uint32_t prio = (rw->dsmgmt & 0x30) == NVME_RW_DSM_LATENCY_LOW ? NH_REQ_PRIORITY : 0;
-    uint16_t status;
+    uint16_t status = nhc_check_range(n, slba, nlb);
 
-    status = nhc_check_range(n, slba, nlb);
     if (!status && write) {
         status = nhc_ba_check_write(n, slba, nlb);
     }
     if (status) {
         return status;
     }
-    if (len > (4096u << NHC_MDTS)) {
+    *off = slba << n->lba_shift;
+    *len = (uint64_t)nlb << n->lba_shift;
+    if (*len > (4096u << NHC_MDTS)) {
         return NHC_STATUS(NVME_INVALID_FIELD);
     }
-    status = nhc_map_prp(n, &req->qsg, le64_to_cpu(rw->dptr.prp1),
-                         le64_to_cpu(rw->dptr.prp2), len);
+    return nhc_map_prp(n, &req->qsg, le64_to_cpu(rw->dptr.prp1), le64_to_cpu(rw->dptr.prp2),
+                       *len);
+}
+
+static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
+{
+    NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
+    bool write = rw->opcode == NVME_CMD_WRITE;
+    bool fua = le16_to_cpu(rw->control) & NVME_RW_FUA;
+    /* Dataset Management field, Access Latency = Low (11b): a priority request, during which
+     * the engine defers background cleaning (seed 001's priority-aware cleaning). */
+    uint32_t prio = (rw->dsmgmt & 0x30) == NVME_RW_DSM_LATENCY_LOW ? NH_REQ_PRIORITY : 0;
+    uint64_t off, len;
+    uint16_t status = nhc_rw_check_and_map(n, req, write, &off, &len);
+
     if (status) {
         return status;
     }
@@ -315,22 +328,9 @@ static void nhc_compare_cb(void *opaque, int ret)
 
 static uint16_t nhc_io_compare(NhcCtrl *n, NhcReq *req)
 {
-    NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
-    uint64_t slba = le64_to_cpu(rw->slba);
-    uint32_t nlb = le16_to_cpu(rw->nlb) + 1;
-    uint64_t len = (uint64_t)nlb << n->lba_shift;
-    uint64_t off = slba << n->lba_shift;
-    uint16_t status;
+    uint64_t off, len;
+    uint16_t status = nhc_rw_check_and_map(n, req, false, &off, &len);
 
-    status = nhc_check_range(n, slba, nlb);
-    if (status) {
-        return status;
-    }
-    if (len > (4096u << NHC_MDTS)) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
-    }
-    status = nhc_map_prp(n, &req->qsg, le64_to_cpu(rw->dptr.prp1),
-                         le64_to_cpu(rw->dptr.prp2), len);
     if (status) {
         return status;
     }

@@ -13,25 +13,6 @@
 /* one plane, 16 MiB: 4096 logical pages in 4 translation pages of 1024 entries */
 #define ONE_PLANE "ftl=dftl,channels=1,ways=1,pages=64,op=20"
 
-/* "section.key" (or "key" under section) from the statistics document */
-static uint64_t counter(NhEngine *e, const char *section, const char *key)
-{
-    char *js = nh_engine_stats_json(e, false);
-    char *sec = g_strdup_printf("\"%s\":{", section);
-    char *k = g_strdup_printf("\"%s\":", key);
-    char *p = strstr(js, sec), *q;
-    uint64_t v;
-
-    g_assert_nonnull(p);
-    q = strstr(p, k);
-    g_assert_nonnull(q);
-    v = g_ascii_strtoull(q + strlen(k), NULL, 10);
-    g_free(sec);
-    g_free(k);
-    g_free(js);
-    return v;
-}
-
 static uint64_t io(NhEngine *e, NhOp op, uint64_t lpn, uint64_t npages)
 {
     static uint64_t now;
@@ -47,10 +28,10 @@ static uint64_t io(NhEngine *e, NhOp op, uint64_t lpn, uint64_t npages)
 
 static void expect(NhEngine *e, uint64_t hits, uint64_t misses, uint64_t treads, uint64_t twrites)
 {
-    g_assert_cmpuint(counter(e, "cmt", "hits"), ==, hits);
-    g_assert_cmpuint(counter(e, "cmt", "misses"), ==, misses);
-    g_assert_cmpuint(counter(e, "ftl", "translation_page_reads"), ==, treads);
-    g_assert_cmpuint(counter(e, "ftl", "translation_page_writes"), ==, twrites);
+    g_assert_cmpuint(unit_stat(e, "cmt", "hits"), ==, hits);
+    g_assert_cmpuint(unit_stat(e, "cmt", "misses"), ==, misses);
+    g_assert_cmpuint(unit_stat(e, "ftl", "translation_page_reads"), ==, treads);
+    g_assert_cmpuint(unit_stat(e, "ftl", "translation_page_writes"), ==, twrites);
 }
 
 /* Two entries: every case of hit, clean and dirty eviction, fetch of a written and an unwritten
@@ -73,8 +54,8 @@ static void test_known_lru(void)
     io(e, NH_OP_READ, 0, 1);            /* miss; evicts clean 2048: no write; reads page 0 */
     expect(e, 1, 5, 2, 2);
     /* data: 2 reads of mapped pages; translation: 2 reads */
-    g_assert_cmpuint(counter(e, "nand", "page_reads"), ==, 4);
-    g_assert_cmpuint(counter(e, "nand", "page_programs"), ==, 5);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_reads"), ==, 4);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 5);
     unit_check(e);
     nh_engine_free(e);
 }
@@ -170,7 +151,7 @@ static void test_random(void)
         NhEngine *e = unit_engine(props[i], cap);
         uint32_t ps = nh_engine_config(e)->page_size;
         bool *shadow = g_new0(bool, cap / ps);
-        uint64_t pages_total = counter(e, "geometry", "pages_total");
+        uint64_t pages_total = unit_stat(e, "geometry", "pages_total");
 
         churn(e, cap, 40000, (guint32)i + 1, shadow);
         unit_check(e);
@@ -179,14 +160,14 @@ static void test_random(void)
         }
         g_test_message("%s: hits %" G_GUINT64_FORMAT " misses %" G_GUINT64_FORMAT
                        " translation reads %" G_GUINT64_FORMAT " writes %" G_GUINT64_FORMAT
-                       " gc copies %" G_GUINT64_FORMAT, props[i], counter(e, "cmt", "hits"),
-                       counter(e, "cmt", "misses"), counter(e, "ftl", "translation_page_reads"),
-                       counter(e, "ftl", "translation_page_writes"),
-                       counter(e, "ftl", "gc_page_copies"));
+                       " gc copies %" G_GUINT64_FORMAT, props[i], unit_stat(e, "cmt", "hits"),
+                       unit_stat(e, "cmt", "misses"), unit_stat(e, "ftl", "translation_page_reads"),
+                       unit_stat(e, "ftl", "translation_page_writes"),
+                       unit_stat(e, "ftl", "gc_page_copies"));
         /* more translation pages written than the device has pages: translation blocks were
          * cleaned and reused */
-        g_assert_cmpuint(counter(e, "ftl", "translation_page_writes"), >, pages_total);
-        g_assert_cmpuint(counter(e, "ftl", "gc_blocks"), >, 0);
+        g_assert_cmpuint(unit_stat(e, "ftl", "translation_page_writes"), >, pages_total);
+        g_assert_cmpuint(unit_stat(e, "ftl", "gc_blocks"), >, 0);
         g_free(shadow);
         nh_engine_free(e);
     }
