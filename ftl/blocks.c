@@ -10,6 +10,7 @@
  * fastest, then way, die and plane, so consecutive pages land on different buses.
  */
 #include "blocks.h"
+#include "block-heap.h"
 #include "engine.h"
 #include "mem.h"
 
@@ -19,41 +20,19 @@
 
 static inline uint32_t wear(const NhBlocks *b, uint32_t blk) { return b->nand->erase_count[blk]; }
 
+static uint64_t wear_key(const void *ctx, uint32_t blk)
+{
+    return wear(ctx, blk);
+}
+
 static void heap_push(NhBlocks *b, NhPlane *p, uint32_t blk)
 {
-    uint32_t i = p->nfree++;
-    while (i) {
-        uint32_t parent = (i - 1) / 2;
-        if (wear(b, p->heap[parent]) <= wear(b, blk)) {
-            break;
-        }
-        p->heap[i] = p->heap[parent];
-        i = parent;
-    }
-    p->heap[i] = blk;
+    nh_heap_push(p->heap, p->nfree++, blk, wear_key, b);
 }
 
 static uint32_t heap_pop(NhBlocks *b, NhPlane *p)
 {
-    uint32_t top = p->heap[0], last = p->heap[--p->nfree], i = 0;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= p->nfree) {
-            break;
-        }
-        if (c + 1 < p->nfree && wear(b, p->heap[c + 1]) < wear(b, p->heap[c])) {
-            c++;
-        }
-        if (wear(b, last) <= wear(b, p->heap[c])) {
-            break;
-        }
-        p->heap[i] = p->heap[c];
-        i = c;
-    }
-    if (p->nfree) {
-        p->heap[i] = last;
-    }
-    return top;
+    return nh_heap_pop(p->heap, p->nfree--, wear_key, b);
 }
 
 /* ------------------------------------------------------------------ valid-count buckets */

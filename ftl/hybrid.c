@@ -4,6 +4,7 @@
  * ftl-sast.c).
  */
 #include "hybrid.h"
+#include "block-heap.h"
 #include "engine.h"
 #include "mem.h"
 
@@ -20,42 +21,19 @@ static inline uint64_t key(const HyFtl *h, uint32_t b)
     return ((uint64_t)h->nand->erase_count[b] << 32) | spread;
 }
 
+static uint64_t heap_key(const void *ctx, uint32_t b)
+{
+    return key(ctx, b);
+}
+
 static void heap_push(HyFtl *h, uint32_t b)
 {
-    uint64_t i = h->nfree++, kb = key(h, b);
-    while (i) {
-        uint64_t parent = (i - 1) / 2;
-        if (key(h, h->heap[parent]) <= kb) {
-            break;
-        }
-        h->heap[i] = h->heap[parent];
-        i = parent;
-    }
-    h->heap[i] = b;
+    nh_heap_push(h->heap, h->nfree++, b, heap_key, h);
 }
 
 static uint32_t heap_pop(HyFtl *h)
 {
-    uint32_t top = h->heap[0], last = h->heap[--h->nfree];
-    uint64_t i = 0, kl = key(h, last);
-    for (;;) {
-        uint64_t c = 2 * i + 1;
-        if (c >= h->nfree) {
-            break;
-        }
-        if (c + 1 < h->nfree && key(h, h->heap[c + 1]) < key(h, h->heap[c])) {
-            c++;
-        }
-        if (kl <= key(h, h->heap[c])) {
-            break;
-        }
-        h->heap[i] = h->heap[c];
-        i = c;
-    }
-    if (h->nfree) {
-        h->heap[i] = last;
-    }
-    return top;
+    return nh_heap_pop(h->heap, h->nfree--, heap_key, h);
 }
 
 /* ------------------------------------------------------------------ blocks and pages */
