@@ -12,7 +12,6 @@
 #include <zlib.h>
 
 #include "ba-manager.h"
-#include "nand.h"
 
 /* The file format is little endian and written by memcpy of these structs. */
 G_STATIC_ASSERT(G_BYTE_ORDER == G_LITTLE_ENDIAN);
@@ -21,12 +20,10 @@ G_STATIC_ASSERT(sizeof(NhBaEntry) == 32);
 
 double nh_ba_dump_rate(const NhConfig *cfg)
 {
-    NhTiming slc;
     double planes = (double)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
     double nand, bus;
 
-    nh_cell_preset(NH_CELL_SLC, &slc);
-    nand = planes * cfg->page_size / (slc.t_prog / 1e9);
+    nand = planes * cfg->page_size / (nh_config_cell_t_prog(NH_CELL_SLC) / 1e9);
     bus = (double)cfg->channels * cfg->channel_mbps * 1e6;
     return MIN(nand, bus);
 }

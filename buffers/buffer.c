@@ -4,23 +4,17 @@
  * buckets, statistics and the consistency check (contract in buffer.h).
  */
 #include "buffer.h"
-#include "engine.h"
 
 #include <string.h>
 
 /* ------------------------------------------------------------------ registry */
 
-/* Adding a policy is a line in each list. */
-const char *const nh_buf_names[] = {
-    "none", "lru", "bplru", "fab", "clc", "ref", "bpac", "cbm", "lbuf", NULL,
-};
+#define NH_BUF_POLICY(name) &nh_buf_##name,
+#define NH_BUF_NAME(name) #name,
 
-static const NhBufPolicy *const registry[] = {
-    NULL, &nh_buf_lru, &nh_buf_bplru, &nh_buf_fab, &nh_buf_clc, &nh_buf_ref, &nh_buf_bpac,
-    &nh_buf_cbm, &nh_buf_lbuf,
-};
-
-G_STATIC_ASSERT(G_N_ELEMENTS(nh_buf_names) == G_N_ELEMENTS(registry) + 1);
+/* "none" has no policy: writes go straight to the FTL */
+const char *const nh_buf_names[] = { "none", NH_BUF_REGISTRY(NH_BUF_NAME) NULL };
+static const NhBufPolicy *const registry[] = { NULL, NH_BUF_REGISTRY(NH_BUF_POLICY) };
 
 static const NhBufPolicy *find_policy(const char *name, bool *found)
 {
@@ -438,7 +432,7 @@ uint64_t nh_buf_write(NhBuf *b, const NhFtlWrite *w, uint64_t offset, uint64_t l
             NhBufWrite bw = { k, pg, n, hits, (uint32_t)(s0 - bstart), (uint32_t)(s1 - bstart) };
             b->pol->written(b->p, &bw);
         }
-        if ((w->flags & NH_REQ_FUA) && b->is_volatile) {
+        if (w->fua && b->is_volatile) {
             /* FUA: this write is durable when it completes */
             NhBufVictim v = { .blk = k };
             done = later(done, destage(b, &v, now));

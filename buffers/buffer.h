@@ -203,7 +203,14 @@ void nh_buf_block_put(NhBuf *b, NhBufBlock *k);     /* frees it if it holds noth
 /* a page entry on @k's dirty or clean queue and in the page index (clean: every sector) */
 NhBufPage *nh_buf_page_new(NhBuf *b, NhBufBlock *k, uint64_t lpn, bool dirty);
 
-extern const NhBufPolicy nh_buf_lru, nh_buf_bplru, nh_buf_fab, nh_buf_clc, nh_buf_ref,
-                         nh_buf_bpac, nh_buf_cbm, nh_buf_lbuf;
+/*
+ * The registry, in the order the `buffer` key lists the policies after "none" (no write
+ * buffer).  X(name) stands for the policy nh_buf_<name>: adding one is its file and one entry.
+ */
+#define NH_BUF_REGISTRY(X) X(lru) X(bplru) X(fab) X(clc) X(ref) X(bpac) X(cbm) X(lbuf)
+
+#define NH_BUF_DECLARE(name) extern const NhBufPolicy nh_buf_##name;
+NH_BUF_REGISTRY(NH_BUF_DECLARE)
+#undef NH_BUF_DECLARE
 
 #endif

@@ -11,7 +11,6 @@
  */
 #include "blocks.h"
 #include "block-heap.h"
-#include "engine.h"
 #include "mem.h"
 
 #include <string.h>

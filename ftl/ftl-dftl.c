@@ -26,7 +26,6 @@
  * flash, so the translation pages' contents need not be stored separately.
  */
 #include "blocks.h"
-#include "engine.h"
 #include "mem.h"
 
 #include <string.h>

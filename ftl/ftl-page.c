@@ -14,7 +14,6 @@
  * on every plane), or with one-shot alone one word line.  docs/engine.md has the rules.
  */
 #include "blocks.h"
-#include "engine.h"
 #include "mem.h"
 
 enum { FRONT_HOST, FRONT_GC, NFRONT };
@@ -192,7 +191,7 @@ static uint64_t staged_write(PageFtl *f, const NhFtlWrite *w, uint64_t now)
         g_hash_table_insert(s->slot, LPN_KEY(lpn), GUINT_TO_POINTER(s->n + 1));
         s->n++;
     }
-    if (w->flags & NH_REQ_FUA) {
+    if (w->fua) {
         uint64_t t = force_stage(f, ack);
         return MAX(programmed, t);
     }

@@ -1,22 +1,13 @@
-/* ftl.c - the registry of FTLs: adding one is a line in each list below. */
+/* ftl.c - the registry of FTLs (NH_FTL_REGISTRY in ftl.h) and what the FTLs share. */
 #include "ftl.h"
 
 #include <string.h>
 
-static const NhFtlOps *const registry[] = {
-    &nh_ftl_page_ops,
-    &nh_ftl_dftl_ops,
-    &nh_ftl_bast_ops, &nh_ftl_fast_ops, &nh_ftl_sast_ops,
-};
+#define NH_FTL_OPS(name) &nh_ftl_##name##_ops,
+#define NH_FTL_NAME(name) #name,
 
-const char *const nh_ftl_names[] = {
-    "page",
-    "dftl",
-    "bast", "fast", "sast",
-    NULL,
-};
-
-G_STATIC_ASSERT(G_N_ELEMENTS(nh_ftl_names) == G_N_ELEMENTS(registry) + 1);
+static const NhFtlOps *const registry[] = { NH_FTL_REGISTRY(NH_FTL_OPS) };
+const char *const nh_ftl_names[] = { NH_FTL_REGISTRY(NH_FTL_NAME) NULL };
 
 const NhFtlOps *nh_ftl_find(const char *name)
 {
@@ -26,4 +17,14 @@ const NhFtlOps *nh_ftl_find(const char *name)
         }
     }
     return NULL;
+}
+
+uint32_t nh_ftl_log_blocks(const NhConfig *cfg, const NhGeometry *g, uint64_t lpages)
+{
+    uint64_t data_blocks = (lpages + g->pages - 1) / g->pages;
+
+    if (cfg->log_blocks) {
+        return cfg->log_blocks;
+    }
+    return (uint32_t)MAX(g->nblocks - data_blocks, 2) - 1;
 }

@@ -33,7 +33,7 @@ typedef struct NhFtlWrite {
     uint64_t lpn, npages;
     bool     head_partial;  /* the first page is only partly written: read-modify-write if mapped */
     bool     tail_partial;  /* likewise for the last page */
-    uint32_t flags;         /* NH_REQ_* */
+    bool     fua;           /* durable on NAND when it completes (the host's FUA) */
     uint16_t stream;
 } NhFtlWrite;
 
@@ -60,18 +60,32 @@ typedef struct NhFtlOps {
      * GC reserve and watermarks, own metadata, room to clean); 0 when no size suffices.  The
      * engine sizes blocks=auto with it and refuses an explicit blocks below it. */
     uint32_t (*spare_blocks)(const NhConfig *cfg, uint64_t lpages, uint32_t npu);
-    /* does logical block @lbn (lpn / pages) have valid pages in log blocks?  For the ref write
-     * buffer (buffers/ref.c); NULL = the FTL has no log blocks (answer: no) */
+    /* does logical block @lbn (lpn / pages) have valid pages in log blocks, i.e. a merge
+     * pending?  A fact of the FTL any layer above may ask; NULL = the FTL has no log blocks
+     * (answer: no) */
     bool (*in_log)(void *ftl, uint64_t lbn);
 } NhFtlOps;
+
+/*
+ * The registry, in the order the `ftl` key lists the FTLs.  X(name) stands for the ops table
+ * nh_ftl_<name>_ops, whose .name is "name": adding an FTL is its file and one entry here.
+ */
+#define NH_FTL_REGISTRY(X) X(page) X(dftl) X(bast) X(fast) X(sast)
+
+#define NH_FTL_DECLARE(name) extern const NhFtlOps nh_ftl_##name##_ops;
+NH_FTL_REGISTRY(NH_FTL_DECLARE)
+#undef NH_FTL_DECLARE
 
 /* NULL-terminated names of the registered FTLs (the choices of the `ftl` key). */
 extern const char *const nh_ftl_names[];
 
 const NhFtlOps *nh_ftl_find(const char *name);
 
-extern const NhFtlOps nh_ftl_page_ops;
-extern const NhFtlOps nh_ftl_dftl_ops;
-extern const NhFtlOps nh_ftl_bast_ops, nh_ftl_fast_ops, nh_ftl_sast_ops;   /* hybrid.h */
+/*
+ * The log-block pool in force: log-blocks, or for auto every block beyond those holding the
+ * logical space but the one a merge needs (docs/ftl-hybrid.md).  The hybrid FTLs run a pool of
+ * this size; lbuf's meta-simulation models it, whatever the FTL.
+ */
+uint32_t nh_ftl_log_blocks(const NhConfig *cfg, const NhGeometry *g, uint64_t lpages);
 
 #endif

@@ -5,7 +5,6 @@
  */
 #include "hybrid.h"
 #include "block-heap.h"
-#include "engine.h"
 #include "mem.h"
 
 #include <string.h>
@@ -437,7 +436,7 @@ HyFtl *hy_new(const NhFtlEnv *env, HyPlaceFn place, uint32_t nsets, uint32_t cap
     h->nlb = (uint32_t)((env->lpages + g->pages - 1) / g->pages);
     /* the engine sized the geometry with hy_spare_blocks, so the pool and one more fit */
     spare = h->nblocks - h->nlb;
-    h->max_log = env->cfg->log_blocks ? env->cfg->log_blocks : (uint32_t)(spare - 1);
+    h->max_log = nh_ftl_log_blocks(env->cfg, g, env->lpages);
     g_assert(h->max_log < spare);
     h->l2p = nh_lazy_alloc(env->lpages, sizeof(uint32_t));
     h->p2l = nh_lazy_alloc(g->npages, sizeof(uint32_t));

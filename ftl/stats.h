@@ -1,5 +1,6 @@
 /*
- * stats.h - counters and latency histograms, and the one JSON document built from them.
+ * stats.h - counters and latency histograms, which every layer increments (the JSON document
+ * built from them is the engine's: engine/stats.c).
  *
  * Contract:
  *  - Everything here is a plain counter incremented on the hot path; rates and ratios (waf,
@@ -104,17 +105,5 @@ static inline void nh_hist_add(NhHist *h, uint64_t v)
     }
     h->bucket[nh_hist_index(v)]++;
 }
-
-struct NhNand;
-
-/*
- * The statistics document: counters, derived values, wear from @nand's erase counts, the
- * configuration in force (every key, canonical text) and geometry facts.  Caller frees.
- */
-char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const struct NhNand *nand,
-                    uint64_t capacity, uint64_t logical_bytes, bool pretty);
-
-/* The value at quantile @q (0..1): the upper edge of its bucket, capped at the maximum seen. */
-uint64_t nh_hist_quantile(const NhHist *h, double q);
 
 #endif

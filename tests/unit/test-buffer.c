@@ -4,8 +4,8 @@
  */
 #include "unit.h"
 #include "engine-priv.h"
-#include "../../buffers/buffer.h"
-#include "../../buffers/lbuf.h"
+#include "buffer.h"
+#include "lbuf.h"
 
 #include <string.h>
 
@@ -113,7 +113,7 @@ static void fix_free(Fix *f)
 static uint64_t wr(Fix *f, uint64_t lpn, uint64_t n, uint32_t flags, uint64_t now)
 {
     uint32_t ps = f->cfg.page_size;
-    NhFtlWrite w = { .lpn = lpn, .npages = n, .flags = flags };
+    NhFtlWrite w = { .lpn = lpn, .npages = n, .fua = flags & NH_REQ_FUA };
     return nh_buf_write(f->b, &w, lpn * ps, n * ps, now);
 }
 
@@ -375,7 +375,7 @@ static void random_run(const char *policy, uint32_t seed)
             uint64_t end = off + len;
             NhFtlWrite w = { .lpn = off / ps, .npages = (end - 1) / ps - off / ps + 1,
                              .head_partial = off % ps != 0, .tail_partial = end % ps != 0,
-                             .flags = op < 5 ? NH_REQ_FUA : 0 };
+                             .fua = op < 5 };
             memset(f->rec.count + w.lpn, 0, w.npages);
             g_assert_cmpuint(nh_buf_write(f->b, &w, off, len, now), >=, now);
             /* the new version is in the buffer, or was destaged during the write (FUA, or its
@@ -383,7 +383,7 @@ static void random_run(const char *policy, uint32_t seed)
             for (uint64_t p = w.lpn; p < w.lpn + w.npages; p++) {
                 bool held = nh_buf_holds_dirty(f->b, p);
                 g_assert_true(held || f->rec.count[p] > 0);
-                g_assert_true(!held || !(w.flags & NH_REQ_FUA));
+                g_assert_true(!held || !w.fua);
                 f->rec.pending[p] = held;
             }
         } else if (op < 90) {

@@ -132,16 +132,12 @@ static bool sink_in_log(void *ctx, uint64_t lbn)
 
 static void create_buffer(NhEngine *eng)
 {
-    const NhGeometry *g = &eng->nand->g;
-    uint64_t data_blocks = (eng->lpages + g->pages - 1) / g->pages;
     NhBufEnv env = {
         .cfg = &eng->cfg,
         .stats = &eng->stats,
         .sink = { eng, sink_write, sink_read, sink_is_mapped, sink_in_log, NULL },
         .lpages = eng->lpages,
-        /* log-blocks=auto is every spare block but one (docs/ftl-hybrid.md) */
-        .log_blocks = eng->cfg.log_blocks ? eng->cfg.log_blocks
-                      : (uint32_t)MAX(g->nblocks - data_blocks, 2) - 1,
+        .log_blocks = nh_ftl_log_blocks(&eng->cfg, &eng->nand->g, eng->lpages),
         .t_read = eng->nand->t.t_read,
         .t_prog = eng->nand->t.t_prog,
         .t_erase = eng->nand->t.t_erase,
@@ -198,6 +194,16 @@ const NhConfig *nh_engine_config(const NhEngine *eng)
     return &eng->cfg;
 }
 
+uint64_t nh_engine_program_bytes(const NhEngine *eng)
+{
+    return (uint64_t)eng->nand->wl * eng->nand->g.page_size;
+}
+
+uint64_t nh_engine_stripe_bytes(const NhEngine *eng)
+{
+    return nh_engine_program_bytes(eng) * eng->nand->g.npu;
+}
+
 uint64_t nh_engine_logical_capacity(const NhEngine *eng)
 {
     return eng->logical_bytes;
@@ -231,7 +237,7 @@ static uint64_t do_write(NhEngine *eng, const NhRequest *req, uint64_t now, bool
         .head_partial = req->offset % ps != 0,
         /* the end of the space is the end of its last page, even if capacity is not aligned */
         .tail_partial = end % ps != 0 && end < eng->capacity,
-        .flags = req->flags,
+        .fua = req->flags & NH_REQ_FUA,
         .stream = req->stream,
     };
     if (buffered && eng->buf) {

@@ -114,6 +114,9 @@ bool nh_config_check(const NhConfig *cfg, GError **errp);
 
 const NhConfigKey *nh_config_find(const char *key);
 
+/* The page program time of @cell's preset in ns (what t-prog=auto means for it). */
+uint64_t nh_config_cell_t_prog(NhCell cell);
+
 #define NH_ERROR nh_error_quark()
 GQuark nh_error_quark(void);
 enum { NH_ERROR_CONFIG, NH_ERROR_RANGE, NH_ERROR_IO, NH_ERROR_STATE, NH_ERROR_TRACE };

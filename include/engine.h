@@ -58,6 +58,15 @@ const NhConfig *nh_engine_config(const NhEngine *eng);
 uint64_t nh_engine_logical_capacity(const NhEngine *eng);
 
 /*
+ * What the flash writes at once, in bytes, for a front end to advertise (Identify Namespace's
+ * NPWG and NOWS): one program operation (a page, or a TLC word line of 3 with one-shot), and a
+ * stripe of that on every die and plane.  Facts of the NAND model, so that no front end
+ * re-derives them from the configuration.
+ */
+uint64_t nh_engine_program_bytes(const NhEngine *eng);
+uint64_t nh_engine_stripe_bytes(const NhEngine *eng);
+
+/*
  * Model @req arriving at @now; returns its completion time (>= now).  Fails only for a request
  * outside the logical space or malformed (zero length), leaving the model unchanged.
  */

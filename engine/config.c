@@ -7,7 +7,8 @@
  */
 #include "config.h"
 #include "ftl.h"
-#include "../buffers/buffer.h"
+#include "nand.h"
+#include "buffer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -457,6 +458,14 @@ char *nh_config_get(const NhConfig *cfg, const char *key)
     default:
         return g_strdup_printf("%" G_GUINT64_FORMAT, v);
     }
+}
+
+uint64_t nh_config_cell_t_prog(NhCell cell)
+{
+    NhTiming t;
+
+    nh_cell_preset(cell, &t);
+    return t.t_prog;
 }
 
 bool nh_config_check(const NhConfig *cfg, GError **errp)
