@@ -28,6 +28,12 @@ static const NhBufPolicy *find_policy(const char *name, bool *found)
     return NULL;
 }
 
+const NhBufPolicy *nh_buf_find(const char *name)
+{
+    bool found;
+    return find_policy(name, &found);
+}
+
 /* Seed 000's SSD configuration: DRAM 15 ns; STT-MRAM 32 ns read, 40 ns write. */
 static void media_times(const NhConfig *cfg, uint64_t *rd, uint64_t *wr)
 {

@@ -108,6 +108,8 @@ typedef struct NhBufVictim {
 
 typedef struct NhBufPolicy {
     const char *name;
+    /* the policy's own keys, ended by an entry without a name; NULL = none (config.h) */
+    const NhConfigKey *keys;
     void *(*create)(NhBuf *b);
     void (*destroy)(void *p);
     /* a write request wrote pages of one block; called after the core inserted them */
@@ -121,6 +123,9 @@ typedef struct NhBufPolicy {
      * and after a statistics reset, so a policy may refresh its own gauges here (lbuf) */
     size_t (*metadata)(void *p);
 } NhBufPolicy;
+
+/* The policy called @name; NULL for "none" and for an unknown name. */
+const NhBufPolicy *nh_buf_find(const char *name);
 
 struct NhBuf {
     const NhBufPolicy *pol;     /* NULL: no write buffer (buffer=none with a read cache) */

@@ -10,6 +10,12 @@
 
 enum { NONE, UPPER, LOWER };
 
+static const NhConfigKey clc_keys[] = {
+    { "clc-upper", NH_KEY_UINT, 0, 0, "10", 1, 99, NULL, false,
+      "clc: percent of the buffer for the upper (LRU) list; the rest is size ordered" },
+    { NULL },
+};
+
 typedef struct Clc {
     NhBuf       *b;
     GQueue       upper;     /* most recently written at the tail */
@@ -21,7 +27,7 @@ static void *clc_create(NhBuf *b)
 {
     Clc *s = g_new0(Clc, 1);
     s->b = b;
-    s->upper_cap = b->cap * b->env.cfg->clc_upper / 100;
+    s->upper_cap = b->cap * nh_config_uint(b->env.cfg, "clc-upper") / 100;
     nh_bk_init(&s->lower, b->pages + 1);
     return s;
 }
@@ -91,6 +97,7 @@ static void clc_victim(void *p, NhBufVictim *v)
 
 const NhBufPolicy nh_buf_clc = {
     .name = "clc",
+    .keys = clc_keys,
     .create = clc_create,
     .destroy = clc_destroy,
     .written = clc_written,

@@ -31,6 +31,7 @@ typedef struct Lbuf {
     uint32_t     ninst, cur;    /* 0 instances: alpha fixed by lbuf-alpha */
     LbSim      **inst;
     uint64_t     last_seq, session;
+    uint64_t     session_len;   /* lbuf-session */
     uint64_t     copies0, erases0, merges0, logged, plugs;  /* this session's FTL costs */
 } Lbuf;
 
@@ -73,16 +74,35 @@ static uint64_t merges(const NhStats *st)
     return st->ftl_merges_switch + st->ftl_merges_partial + st->ftl_merges_full;
 }
 
+enum { LB_MODE_HOST, LB_MODE_DEVICE };     /* lbuf-mode: full or memory-reduced */
+static const char *const lbuf_mode_names[] = {
+    [LB_MODE_HOST] = "host", [LB_MODE_DEVICE] = "device", NULL,
+};
+
+static const NhConfigKey lbuf_keys[] = {
+    { "lbuf-instances", NH_KEY_UINT, 0, 0, "3", 2, 9, NULL, false,
+      "lbuf: meta-simulation instances, alphas spread evenly over [-1, 1]" },
+    { "lbuf-session", NH_KEY_UINT, 0, 0, "4096", 16, 1u << 30, NULL, false,
+      "lbuf: write requests per tuning session" },
+    { "lbuf-mode", NH_KEY_ENUM, 0, 0, "device", 0, 0, lbuf_mode_names, false,
+      "lbuf: meta-simulation form, host (full) or device (memory-reduced)" },
+    { "lbuf-alpha", NH_KEY_FRACTION, 0, 0, "auto", 0, 0, NULL, true,
+      "lbuf: victim-order alpha in [-1, 1] (-1 recency, +1 size); auto = tuned each session by "
+      "the meta-simulation. lambda is tuned either way" },
+    { NULL },
+};
+
 static void *lbuf_create(NhBuf *b)
 {
     Lbuf *s = g_new0(Lbuf, 1);
     const NhConfig *cfg = b->env.cfg;
+    double alpha = nh_config_fraction(cfg, "lbuf-alpha");
     LbSimParams p = {
         .pages = b->pages,
         .spp = b->spp,
         .cap_sectors = cfg->buffer_size / 512,
         .log_blocks = b->env.log_blocks,
-        .device = cfg->lbuf_mode == NH_LBUF_DEVICE,
+        .device = nh_config_uint(cfg, "lbuf-mode") == LB_MODE_DEVICE,
         .t_read = b->env.t_read,
         .t_prog = b->env.t_prog,
         .t_erase = b->env.t_erase,
@@ -92,9 +112,10 @@ static void *lbuf_create(NhBuf *b)
     s->b = b;
     s->spb = b->pages * b->spp;
     nh_bk_init(&s->bk, s->spb + 1);
-    s->ninst = isnan(cfg->lbuf_alpha) ? cfg->lbuf_instances : 0;
+    s->session_len = nh_config_uint(cfg, "lbuf-session");
+    s->ninst = isnan(alpha) ? (uint32_t)nh_config_uint(cfg, "lbuf-instances") : 0;
     s->cur = s->ninst / 2;
-    s->alpha = s->ninst ? alpha_of(s, s->cur) : cfg->lbuf_alpha;
+    s->alpha = s->ninst ? alpha_of(s, s->cur) : alpha;
     s->lambda = 0.5;
     s->inst = g_new0(LbSim *, s->ninst);
     for (uint32_t i = 0; i < s->ninst; i++) {
@@ -181,7 +202,7 @@ static void lbuf_written(void *p, const NhBufWrite *w)
 
     if (s->b->wseq != s->last_seq) {
         s->last_seq = s->b->wseq;
-        if (++s->session > s->b->env.cfg->lbuf_session) {
+        if (++s->session > s->session_len) {
             end_session(s);
             s->session = 1;
         }
@@ -242,6 +263,7 @@ static size_t lbuf_metadata(void *p)
 
 const NhBufPolicy nh_buf_lbuf = {
     .name = "lbuf",
+    .keys = lbuf_keys,
     .create = lbuf_create,
     .destroy = lbuf_destroy,
     .written = lbuf_written,

@@ -15,14 +15,24 @@ typedef struct Ref {
     GSequence *lru;         /* NhBufBlock, least recently written first; positions in O(log n) */
     uint64_t  *recent;      /* lbns of the latest victims, most recent first */
     uint32_t   nrecent, max_recent;
+    uint32_t   window;      /* ref-window */
 } Ref;
+
+static const NhConfigKey ref_keys[] = {
+    { "ref-window", NH_KEY_UINT, 0, 0, "75", 1, 100, NULL, false,
+      "ref: percent of the buffered blocks, from the LRU end, a victim may come from" },
+    { "ref-victims", NH_KEY_UINT, 0, 0, "3", 1, 64, NULL, false,
+      "ref: recently evicted blocks remembered as preferred victims" },
+    { NULL },
+};
 
 static void *ref_create(NhBuf *b)
 {
     Ref *s = g_new0(Ref, 1);
     s->b = b;
     s->lru = g_sequence_new(NULL);
-    s->max_recent = b->env.cfg->ref_victims;
+    s->max_recent = (uint32_t)nh_config_uint(b->env.cfg, "ref-victims");
+    s->window = (uint32_t)nh_config_uint(b->env.cfg, "ref-window");
     s->recent = g_new0(uint64_t, s->max_recent);
     return s;
 }
@@ -80,7 +90,7 @@ static void ref_victim(void *p, NhBufVictim *v)
     Ref *s = p;
     NhBuf *b = s->b;
     int n = g_sequence_get_length(s->lru);
-    int window = (int)(((uint64_t)n * b->env.cfg->ref_window + 99) / 100);
+    int window = (int)(((uint64_t)n * s->window + 99) / 100);
 
     v->blk = NULL;
     for (uint32_t i = 0; i < s->nrecent && !v->blk; i++) {
@@ -106,6 +116,7 @@ static size_t ref_metadata(void *p)
 
 const NhBufPolicy nh_buf_ref = {
     .name = "ref",
+    .keys = ref_keys,
     .create = ref_create,
     .destroy = ref_destroy,
     .written = ref_written,

@@ -1,9 +1,9 @@
 /*
- * config.c - the key table and its parser (contract in config.h).
+ * config.c - the key tables and their parser (contract in config.h).
  *
- * Every key is described once, in nh_config_keys[]; parsing, range checks, canonical printing and
- * help text all come from that table, so the device's QOM properties and the simulator's option
- * string cannot drift apart.
+ * Every key is described once, in a table here or in its policy's ops table; parsing, range
+ * checks, canonical printing and help text all come from those entries, so the device's QOM
+ * properties and the simulator's option string cannot drift apart.
  */
 #include "config.h"
 #include "ftl.h"
@@ -22,14 +22,14 @@ static const char *const gc_names[] = { "greedy", "cost-benefit", NULL };
 static const char *const latency_names[] = { "model", "zero", NULL };
 static const char *const buf_media_names[] = { "dram", "sttmram", "custom", NULL };
 static const char *const buf_volatile_names[] = { "auto", "on", "off", NULL };
-static const char *const lbuf_mode_names[] = { "host", "device", NULL };
 static const char *const switch_names[] = { "off", "on", NULL };
 
 #define F(field) offsetof(NhConfig, field), sizeof(((NhConfig *)0)->field)
 #define MS 1000000ull
 #define SEC 1000000000ull
 
-const NhConfigKey nh_config_keys[] = {
+/* NAND and FTL keys of every device */
+static const NhConfigKey device_keys[] = {
     { "channels", NH_KEY_UINT, F(channels), "8", 1, 64, NULL, false,
       "flash channels (independent buses)" },
     { "ways", NH_KEY_UINT, F(ways), "4", 1, 32, NULL, false,
@@ -80,10 +80,10 @@ const NhConfigKey nh_config_keys[] = {
     { "log-blocks", NH_KEY_UINT, F(log_blocks), "auto", 1, 1u << 24, NULL, true,
       "bast, fast, sast: log blocks in the pool (fast: 1 sequential + the rest random); "
       "auto = every spare block but the one merges need" },
-    { "sast-n", NH_KEY_UINT, F(sast_n), "4", 1, 4096, NULL, false,
-      "sast: logical blocks per set (sharing the set's log blocks)" },
-    { "sast-k", NH_KEY_UINT, F(sast_k), "2", 1, 4096, NULL, false,
-      "sast: log blocks a set may hold at most (at most log-blocks)" },
+};
+
+/* Device DRAM: the mapping cache, the write buffer and the read cache */
+static const NhConfigKey memory_keys[] = {
     { "cmt-size", NH_KEY_SIZE, F(cmt_size), "4M", 8, 1ull << 30, NULL, false,
       "dftl: cached mapping table in bytes, 8 per entry (lpn and ppn), a multiple of 8; "
       "K/M/G suffixes" },
@@ -103,31 +103,84 @@ const NhConfigKey nh_config_keys[] = {
       "(capacitor-backed); auto: on for dram and custom, off for sttmram" },
     { "cache-size", NH_KEY_SIZE, F(cache_size), "0", 0, 1ull << 40, NULL, false,
       "read cache (DRAM LRU of clean pages) in bytes; 0 = none. cbm merges its pages on flush" },
-    { "clc-upper", NH_KEY_UINT, F(clc_upper), "10", 1, 99, NULL, false,
-      "clc: percent of the buffer for the upper (LRU) list; the rest is size ordered" },
-    { "ref-window", NH_KEY_UINT, F(ref_window), "75", 1, 100, NULL, false,
-      "ref: percent of the buffered blocks, from the LRU end, a victim may come from" },
-    { "ref-victims", NH_KEY_UINT, F(ref_victims), "3", 1, 64, NULL, false,
-      "ref: recently evicted blocks remembered as preferred victims" },
-    { "lbuf-instances", NH_KEY_UINT, F(lbuf_instances), "3", 2, 9, NULL, false,
-      "lbuf: meta-simulation instances, alphas spread evenly over [-1, 1]" },
-    { "lbuf-session", NH_KEY_UINT, F(lbuf_session), "4096", 16, 1u << 30, NULL, false,
-      "lbuf: write requests per tuning session" },
-    { "lbuf-mode", NH_KEY_ENUM, F(lbuf_mode), "device", 0, 0, lbuf_mode_names, false,
-      "lbuf: meta-simulation form, host (full) or device (memory-reduced)" },
-    { "lbuf-alpha", NH_KEY_FRACTION, F(lbuf_alpha), "auto", 0, 0, NULL, true,
-      "lbuf: victim-order alpha in [-1, 1] (-1 recency, +1 size); auto = tuned each session by "
-      "the meta-simulation. lambda is tuned either way" },
+};
+
+static const NhConfigKey front_end_keys[] = {
     { "latency", NH_KEY_ENUM, F(latency), "model", 0, 0, latency_names, false,
       "model: complete at the modeled time; zero: model and count, but complete at once" },
 };
-const size_t nh_config_nkeys = G_N_ELEMENTS(nh_config_keys);
+
+typedef struct KeyList {
+    NhConfigKey *keys;
+    size_t n;
+} KeyList;
+
+static void append_keys(GArray *a, const NhConfigKey *k, size_t n, size_t *slot)
+{
+    for (size_t i = 0; k && i < n && k[i].name; i++) {
+        NhConfigKey key = k[i];
+        if (slot) {
+            g_assert(*slot < NH_CONFIG_POLICY_SLOTS);
+            key.offset = offsetof(NhConfig, policy) + *slot * sizeof(uint64_t);
+            key.width = sizeof(uint64_t);
+            ++*slot;
+        }
+        g_array_append_val(a, key);
+    }
+}
+
+/* Composed once: the tables are constant, only the policies' slots are assigned here. */
+static const KeyList *all_keys(void)
+{
+    static KeyList list;
+    static gsize done;
+
+    if (g_once_init_enter(&done)) {
+        GArray *a = g_array_new(FALSE, FALSE, sizeof(NhConfigKey));
+        size_t slot = 0;
+
+        append_keys(a, device_keys, G_N_ELEMENTS(device_keys), NULL);
+        for (size_t i = 0; nh_ftl_names[i]; i++) {
+            append_keys(a, nh_ftl_find(nh_ftl_names[i])->keys, SIZE_MAX, &slot);
+        }
+        append_keys(a, memory_keys, G_N_ELEMENTS(memory_keys), NULL);
+        for (size_t i = 0; nh_buf_names[i]; i++) {
+            const NhBufPolicy *pol = nh_buf_find(nh_buf_names[i]);
+            if (pol) {
+                append_keys(a, pol->keys, SIZE_MAX, &slot);
+            }
+        }
+        append_keys(a, front_end_keys, G_N_ELEMENTS(front_end_keys), NULL);
+        list.n = a->len;
+        list.keys = (NhConfigKey *)(void *)g_array_free(a, FALSE);
+        for (size_t i = 0; i < list.n; i++) {
+            for (size_t j = 0; j < i; j++) {
+                g_assert(strcmp(list.keys[i].name, list.keys[j].name));  /* names are unique */
+            }
+        }
+        g_once_init_leave(&done, 1);
+    }
+    return &list;
+}
+
+size_t nh_config_nkeys(void)
+{
+    return all_keys()->n;
+}
+
+const NhConfigKey *nh_config_key(size_t i)
+{
+    g_assert(i < all_keys()->n);
+    return &all_keys()->keys[i];
+}
 
 const NhConfigKey *nh_config_find(const char *key)
 {
-    for (size_t i = 0; i < nh_config_nkeys; i++) {
-        if (strcmp(nh_config_keys[i].name, key) == 0) {
-            return &nh_config_keys[i];
+    const KeyList *l = all_keys();
+
+    for (size_t i = 0; i < l->n; i++) {
+        if (strcmp(l->keys[i].name, key) == 0) {
+            return &l->keys[i];
         }
     }
     return NULL;
@@ -326,8 +379,8 @@ bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **e
 
     if (!k) {
         GString *s = g_string_new(NULL);
-        for (size_t i = 0; i < nh_config_nkeys; i++) {
-            g_string_append_printf(s, "%s%s", i ? ", " : "", nh_config_keys[i].name);
+        for (size_t i = 0; i < nh_config_nkeys(); i++) {
+            g_string_append_printf(s, "%s%s", i ? ", " : "", nh_config_key(i)->name);
         }
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: unknown key (valid keys: %s)", key,
                     s->str);
@@ -361,8 +414,8 @@ bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **e
 void nh_config_defaults(NhConfig *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
-    for (size_t i = 0; i < nh_config_nkeys; i++) {
-        bool ok = nh_config_set(cfg, nh_config_keys[i].name, nh_config_keys[i].defval, NULL);
+    for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        bool ok = nh_config_set(cfg, nh_config_key(i)->name, nh_config_key(i)->defval, NULL);
         g_assert(ok);   /* the table's own defaults must parse */
     }
 }
@@ -460,6 +513,24 @@ char *nh_config_get(const NhConfig *cfg, const char *key)
     }
 }
 
+uint64_t nh_config_uint(const NhConfig *cfg, const char *key)
+{
+    const NhConfigKey *k = nh_config_find(key);
+
+    g_assert(k && k->type != NH_KEY_FRACTION && k->type != NH_KEY_STRING);
+    return fetch(cfg, k);
+}
+
+double nh_config_fraction(const NhConfig *cfg, const char *key)
+{
+    const NhConfigKey *k = nh_config_find(key);
+    double d;
+
+    g_assert(k && k->type == NH_KEY_FRACTION);
+    memcpy(&d, (const char *)cfg + k->offset, sizeof(d));
+    return d;
+}
+
 uint64_t nh_config_cell_t_prog(NhCell cell)
 {
     NhTiming t;
@@ -470,6 +541,9 @@ uint64_t nh_config_cell_t_prog(NhCell cell)
 
 bool nh_config_check(const NhConfig *cfg, GError **errp)
 {
+    const NhFtlOps *ftl = nh_ftl_find(cfg->ftl);
+    uint32_t features = ftl ? ftl->features : 0;
+
     if (cfg->gc_critical >= cfg->gc_low) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "gc-critical: must be below gc-low (%u), got %u", cfg->gc_low,
@@ -493,12 +567,12 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
                     "(e.g. pages=384)", cfg->pages);
         return false;
     }
-    if (cfg->one_shot == NH_ON && strcmp(cfg->ftl, "page")) {
+    if (cfg->one_shot == NH_ON && !(features & NH_FTL_ONE_SHOT)) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "one-shot: only ftl=page stages word lines, got ftl=%s", cfg->ftl);
         return false;
     }
-    if (cfg->stripe_merge == NH_ON && strcmp(cfg->ftl, "page")) {
+    if (cfg->stripe_merge == NH_ON && !(features & NH_FTL_STRIPE_MERGE)) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "stripe-merge: only ftl=page merges writes into stripes, got ftl=%s",
                     cfg->ftl);
@@ -507,7 +581,7 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
     if (!nh_buf_config_check(cfg, errp)) {
         return false;
     }
-    if (!nh_ftl_find(cfg->ftl)) {
+    if (!ftl) {
         char *list = g_strjoinv(", ", (char **)nh_ftl_names);
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "ftl: unknown FTL '%s' (valid: %s)",
                     cfg->ftl, list);

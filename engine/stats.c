@@ -158,10 +158,11 @@ char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
         /* sessions won by each instance, keyed by its alpha; none run with a fixed lbuf-alpha */
         json_builder_set_member_name(b, "alpha_sessions");
         json_builder_begin_object(b);
-        for (uint32_t i = 0; isnan(cfg->lbuf_alpha) && i < cfg->lbuf_instances &&
+        uint32_t ninst = (uint32_t)nh_config_uint(cfg, "lbuf-instances");
+        for (uint32_t i = 0; isnan(nh_config_fraction(cfg, "lbuf-alpha")) && i < ninst &&
                              i < G_N_ELEMENTS(s->lbuf_alpha_sessions); i++) {
             char key[16];
-            g_snprintf(key, sizeof(key), "%.2f", -1.0 + 2.0 * i / (cfg->lbuf_instances - 1));
+            g_snprintf(key, sizeof(key), "%.2f", -1.0 + 2.0 * i / (ninst - 1));
             add_uint(b, key, s->lbuf_alpha_sessions[i]);
         }
         json_builder_end_object(b);
@@ -178,9 +179,9 @@ char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
 
     json_builder_set_member_name(b, "config");
     json_builder_begin_object(b);
-    for (size_t i = 0; i < nh_config_nkeys; i++) {
-        char *v = nh_config_get(cfg, nh_config_keys[i].name);
-        json_builder_set_member_name(b, nh_config_keys[i].name);
+    for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        char *v = nh_config_get(cfg, nh_config_key(i)->name);
+        json_builder_set_member_name(b, nh_config_key(i)->name);
         json_builder_add_string_value(b, v);
         g_free(v);
     }

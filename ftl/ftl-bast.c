@@ -23,4 +23,4 @@ static void *bast_create(const NhFtlEnv *env, GError **errp)
     return h;
 }
 
-const NhFtlOps nh_ftl_bast_ops = NH_HYBRID_OPS("bast", bast_create);
+const NhFtlOps nh_ftl_bast_ops = NH_HYBRID_OPS("bast", bast_create, NULL);

@@ -45,4 +45,4 @@ static void *fast_create(const NhFtlEnv *env, GError **errp)
     return h;
 }
 
-const NhFtlOps nh_ftl_fast_ops = NH_HYBRID_OPS("fast", fast_create);
+const NhFtlOps nh_ftl_fast_ops = NH_HYBRID_OPS("fast", fast_create, NULL);

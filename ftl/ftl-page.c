@@ -379,6 +379,7 @@ static char *page_check(void *opaque)
 }
 
 const NhFtlOps nh_ftl_page_ops = {
+    .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE,
     .name = "page",
     .create = page_create,
     .destroy = page_destroy,

@@ -7,6 +7,14 @@
  */
 #include "hybrid.h"
 
+static const NhConfigKey sast_keys[] = {
+    { "sast-n", NH_KEY_UINT, 0, 0, "4", 1, 4096, NULL, false,
+      "sast: logical blocks per set (sharing the set's log blocks)" },
+    { "sast-k", NH_KEY_UINT, 0, 0, "2", 1, 4096, NULL, false,
+      "sast: log blocks a set may hold at most (at most log-blocks)" },
+    { NULL },
+};
+
 static uint32_t sast_place(HyFtl *h, uint64_t lpn)
 {
     return hy_log_page(h, hy_lbn(h, lpn) / h->set_lbns, lpn);
@@ -14,7 +22,8 @@ static uint32_t sast_place(HyFtl *h, uint64_t lpn)
 
 static void *sast_create(const NhFtlEnv *env, GError **errp)
 {
-    uint32_t n = env->cfg->sast_n, k = env->cfg->sast_k;
+    uint32_t n = (uint32_t)nh_config_uint(env->cfg, "sast-n");
+    uint32_t k = (uint32_t)nh_config_uint(env->cfg, "sast-k");
     uint64_t nlb = (env->lpages + env->nand->g.pages - 1) / env->nand->g.pages;
     HyFtl *h = hy_new(env, sast_place, (uint32_t)((nlb + n - 1) / n), k, errp);
 
@@ -31,4 +40,4 @@ static void *sast_create(const NhFtlEnv *env, GError **errp)
     return h;
 }
 
-const NhFtlOps nh_ftl_sast_ops = NH_HYBRID_OPS("sast", sast_create);
+const NhFtlOps nh_ftl_sast_ops = NH_HYBRID_OPS("sast", sast_create, sast_keys);

@@ -37,8 +37,18 @@ typedef struct NhFtlWrite {
     uint16_t stream;
 } NhFtlWrite;
 
+/* What an FTL supports beyond reading and writing pages; the engine refuses a key that needs a
+ * feature the chosen FTL lacks. */
+typedef enum NhFtlFeature {
+    NH_FTL_ONE_SHOT     = 1u << 0,  /* stages a TLC word line's pages for one-shot programs */
+    NH_FTL_STRIPE_MERGE = 1u << 1,  /* stages writes into full stripes (stripe-merge) */
+} NhFtlFeature;
+
 typedef struct NhFtlOps {
     const char *name;
+    uint32_t features;          /* NhFtlFeature */
+    /* the FTL's own keys, ended by an entry without a name; NULL = none (config.h) */
+    const NhConfigKey *keys;
     void *(*create)(const NhFtlEnv *env, GError **errp);
     void (*destroy)(void *ftl);
     uint64_t (*read)(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);

@@ -120,8 +120,9 @@ bool hy_load(void *ftl, const guint8 *data, size_t len, GError **errp);
 char *hy_check(void *ftl);
 
 /* The ops table of a hybrid FTL: its name and create hook, every other hook hybrid.c's. */
-#define NH_HYBRID_OPS(ftl_name, create_fn) {        \
+#define NH_HYBRID_OPS(ftl_name, create_fn, key_table) { \
     .name = (ftl_name),                             \
+    .keys = (key_table),                            \
     .create = (create_fn),                          \
     .destroy = hy_destroy,                          \
     .read = hy_read,                                \

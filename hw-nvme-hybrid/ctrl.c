@@ -1029,8 +1029,8 @@ static void nhc_class_init(ObjectClass *oc, void *data)
     device_class_set_props(dc, nhc_props);
     device_class_set_legacy_reset(dc, nhc_reset);
 
-    for (size_t i = 0; i < nh_config_nkeys; i++) {
-        const NhConfigKey *key = &nh_config_keys[i];
+    for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        const NhConfigKey *key = nh_config_key(i);
         object_class_property_add(oc, key->name, "str", nhc_get_engine_key,
                                   nhc_set_engine_key, NULL, (void *)key);
         object_class_property_set_description(oc, key->name, key->help);

@@ -1,10 +1,12 @@
 /*
  * config.h - the one configuration parser, shared by the QEMU device and the simulator.
  *
- * A configuration is a set of named keys (lower case, dash separated, QEMU style).  The table
- * nh_config_keys[] lists every key with its type, default, limits and a help line; the device
- * turns each entry into a QOM property and the simulator parses "key=value,..." strings, both
- * through nh_config_set(), so a key behaves identically in both front ends.
+ * A configuration is a set of named keys (lower case, dash separated, QEMU style), each with its
+ * type, default, limits and a help line.  The keys every device has are the engine's
+ * (engine/config.c, fields of NhConfig); a policy's own keys are in its ops table (NhFtlOps.keys,
+ * NhBufPolicy.keys) and live in NhConfig.policy.  nh_config_key() lists them all; the device
+ * turns each into a QOM property and the simulator parses "key=value,..." strings, both through
+ * nh_config_set(), so a key behaves identically in both front ends.
  *
  * Values: integers accept decimal or 0x hex; sizes accept K/M/G/T suffixes (powers of 1024);
  * times accept ns/us/ms/s suffixes (bare numbers are ns); enums accept one of their names;
@@ -24,8 +26,10 @@ typedef enum NhGcPolicy { NH_GC_GREEDY, NH_GC_COST_BENEFIT } NhGcPolicy;
 typedef enum NhLatencyMode { NH_LATENCY_MODEL, NH_LATENCY_ZERO } NhLatencyMode;
 typedef enum NhBufMedia { NH_BUF_DRAM, NH_BUF_STTMRAM, NH_BUF_CUSTOM } NhBufMedia;
 typedef enum NhBufVolatile { NH_BUF_VOLATILE_AUTO, NH_BUF_VOLATILE_ON, NH_BUF_VOLATILE_OFF } NhBufVolatile;
-typedef enum NhLbufMode { NH_LBUF_HOST, NH_LBUF_DEVICE } NhLbufMode;
 typedef enum NhSwitch { NH_OFF, NH_ON } NhSwitch;
+
+/* Room for every policy's keys together (nh_config_key() asserts that they fit). */
+#define NH_CONFIG_POLICY_SLOTS 32
 
 typedef struct NhConfig {
     /* NAND geometry */
@@ -53,12 +57,10 @@ typedef struct NhConfig {
     uint32_t gc_critical;   /* foreground GC below this % */
     uint32_t wl_threshold;  /* static wear levelling when erase spread exceeds this; 0 = off */
     NhSwitch stripe_merge;  /* page: stage small writes until a full stripe (seed 001) */
-    /* hybrid FTLs (bast, fast, sast) */
+    /* log blocks: the hybrid FTLs run the pool, lbuf's meta-simulation models it */
     uint32_t log_blocks;    /* log-block pool; 0 = auto (every spare block but one) */
-    uint32_t sast_n;        /* sast: logical blocks per set */
-    uint32_t sast_k;        /* sast: log blocks per set at most */
-    uint64_t cmt_size;      /* dftl: cached mapping table, bytes (8 per entry) */
-    /* write buffer and read cache (buffers/, docs/buffers.md) */
+    /* device DRAM: mapping cache, write buffer and read cache (buffers/, docs/buffers.md) */
+    uint64_t cmt_size;      /* cached mapping table, bytes (8 per entry) */
     char     buffer[16];    /* write-buffer policy; "none" = writes go straight to the FTL */
     uint64_t buffer_size;   /* bytes */
     NhBufMedia buffer_media;
@@ -66,15 +68,11 @@ typedef struct NhConfig {
     uint64_t t_buf_write;
     NhBufVolatile buffer_volatile;  /* auto: volatile for dram and custom, durable for sttmram */
     uint64_t cache_size;    /* read cache (DRAM LRU), bytes; 0 = none */
-    uint32_t clc_upper;     /* clc: percent of the buffer for the upper (LRU) list */
-    uint32_t ref_window;    /* ref: percent of the buffered blocks, from the LRU end, eligible */
-    uint32_t ref_victims;   /* ref: recently evicted blocks remembered */
-    uint32_t lbuf_instances;    /* lbuf: meta-simulation instances (alphas over [-1, 1]) */
-    uint32_t lbuf_session;  /* lbuf: write requests per tuning session */
-    NhLbufMode lbuf_mode;   /* lbuf: host (full) or device (memory-reduced) meta-simulation */
-    double   lbuf_alpha;    /* lbuf: victim-order alpha in [-1, 1]; NAN = auto (tuned) */
     /* front-end behaviour */
     NhLatencyMode latency;
+    /* the policies' own keys, one slot each (fractions as the bits of a double): a policy reads
+     * them with nh_config_uint() and nh_config_fraction() */
+    uint64_t policy[NH_CONFIG_POLICY_SLOTS];
 } NhConfig;
 
 /* NH_KEY_FRACTION: a double in [-1, 1] (min and max unused); auto is NAN */
@@ -85,8 +83,10 @@ typedef enum NhKeyType {
 typedef struct NhConfigKey {
     const char *name;
     NhKeyType   type;
-    size_t      offset;     /* into NhConfig */
-    size_t      width;      /* of the field, bytes */
+    /* the field in NhConfig; a policy's table leaves both 0 and nh_config_key() gives its keys
+     * their slot in NhConfig.policy */
+    size_t      offset;
+    size_t      width;      /* bytes */
     const char *defval;     /* default as text, parsed like user input */
     uint64_t    min, max;   /* for numbers (after unit conversion) */
     const char *const *choices; /* NULL-terminated, for enums and strings */
@@ -94,8 +94,10 @@ typedef struct NhConfigKey {
     const char *help;
 } NhConfigKey;
 
-extern const NhConfigKey nh_config_keys[];
-extern const size_t nh_config_nkeys;
+/* Every key, in a fixed order: the device's NAND and FTL keys, the FTLs' own keys in registry
+ * order, the device DRAM keys, the buffer policies' own keys, the front end's. */
+size_t nh_config_nkeys(void);
+const NhConfigKey *nh_config_key(size_t i);
 
 /* Fill @cfg with every key's default. */
 void nh_config_defaults(NhConfig *cfg);
@@ -113,6 +115,11 @@ char *nh_config_get(const NhConfig *cfg, const char *key);
 bool nh_config_check(const NhConfig *cfg, GError **errp);
 
 const NhConfigKey *nh_config_find(const char *key);
+
+/* A policy's own key: the value of an integer, size, time or enum key (the index of its
+ * choice), and of a fraction key (NAN for auto).  @key must exist and have that type. */
+uint64_t nh_config_uint(const NhConfig *cfg, const char *key);
+double nh_config_fraction(const NhConfig *cfg, const char *key);
 
 /* The page program time of @cell's preset in ns (what t-prog=auto means for it). */
 uint64_t nh_config_cell_t_prog(NhCell cell);

@@ -50,11 +50,11 @@ static void test_units(void)
     g_assert_cmpuint(c.t_read, ==, 0);
     g_assert_true(nh_config_set(&c, "blocks", "0", NULL));  /* 0 is auto */
     /* a fraction: 0 is a value, auto is NAN; printed in its shortest exact form */
-    g_assert_true(isnan(c.lbuf_alpha));
+    g_assert_true(isnan(nh_config_fraction(&c, "lbuf-alpha")));
     for (const char *const *x = (const char *const[]){ "-1", "-0.5", "0", "0.1", "1", NULL }; *x;
          x++) {
         g_assert_true(nh_config_set(&c, "lbuf-alpha", *x, NULL));
-        g_assert_cmpfloat(c.lbuf_alpha, ==, g_ascii_strtod(*x, NULL));
+        g_assert_cmpfloat(nh_config_fraction(&c, "lbuf-alpha"), ==, g_ascii_strtod(*x, NULL));
         char *v = nh_config_get(&c, "lbuf-alpha");
         g_assert_cmpstr(v, ==, *x);
         g_free(v);
@@ -64,7 +64,7 @@ static void test_units(void)
     g_assert_cmpstr(v, ==, "0");
     g_free(v);
     g_assert_true(nh_config_set(&c, "lbuf-alpha", "AUTO", NULL));
-    g_assert_true(isnan(c.lbuf_alpha));
+    g_assert_true(isnan(nh_config_fraction(&c, "lbuf-alpha")));
     g_assert_true(nh_config_parse(&c, "", NULL));
     g_assert_true(nh_config_parse(&c, NULL, NULL));
 }
@@ -76,12 +76,12 @@ static void test_canonical(void)
     nh_config_defaults(&a);
     g_assert_true(nh_config_parse(&a, "t-read=1500us,t-prog=1001ns,page-size=8K,blocks=77,"
                                   "pe-cycles=3000,cell=znand", NULL));
-    for (size_t i = 0; i < nh_config_nkeys; i++) {
-        char *v = nh_config_get(&a, nh_config_keys[i].name);
+    for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        char *v = nh_config_get(&a, nh_config_key(i)->name);
         g_assert_nonnull(v);
         nh_config_defaults(&b);
-        g_assert_true(nh_config_set(&b, nh_config_keys[i].name, v, NULL));
-        char *w = nh_config_get(&b, nh_config_keys[i].name);
+        g_assert_true(nh_config_set(&b, nh_config_key(i)->name, v, NULL));
+        char *w = nh_config_get(&b, nh_config_key(i)->name);
         g_assert_cmpstr(v, ==, w);
         g_free(v);
         g_free(w);
@@ -168,8 +168,8 @@ static void test_errors(void)
 static void test_table(void)
 {
     /* every key has help, a default that parses, and a sane type */
-    for (size_t i = 0; i < nh_config_nkeys; i++) {
-        const NhConfigKey *k = &nh_config_keys[i];
+    for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        const NhConfigKey *k = nh_config_key(i);
         g_assert_nonnull(k->help);
         g_assert_true(nh_config_find(k->name) == k);
         g_assert_true(k->type == NH_KEY_ENUM || k->type == NH_KEY_STRING ? k->choices != NULL
