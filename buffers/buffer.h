@@ -57,6 +57,7 @@ typedef struct NhBufEnv {
     uint64_t  lpages;       /* logical pages in the space */
     uint32_t  log_blocks;   /* the FTL's log-block pool (lbuf's log-buffer simulation) */
     uint64_t  t_read, t_prog, t_erase;  /* flash costs in force (lbuf: lambda, meta-simulation) */
+    uint64_t *counters;     /* the policy's own counters, in the order of NhBufPolicy.counters */
 } NhBufEnv;
 
 typedef struct NhBuf NhBuf;
@@ -110,6 +111,10 @@ typedef struct NhBufPolicy {
     const char *name;
     /* the policy's own keys, ended by an entry without a name; NULL = none (config.h) */
     const NhConfigKey *keys;
+    /* the policy's own counters, ended by an entry without a path; NULL = none (stats.h) */
+    const NhStat *counters;
+    /* shown only while the policy is in force (its gauges would mislead for another) */
+    bool counters_when_chosen;
     void *(*create)(NhBuf *b);
     void (*destroy)(void *p);
     /* a write request wrote pages of one block; called after the core inserted them */

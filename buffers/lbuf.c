@@ -32,6 +32,7 @@ typedef struct Lbuf {
     LbSim      **inst;
     uint64_t     last_seq, session;
     uint64_t     session_len;   /* lbuf-session */
+    uint64_t    *ctr;           /* lbuf's counters (LB_*) */
     uint64_t     copies0, erases0, merges0, logged, plugs;  /* this session's FTL costs */
 } Lbuf;
 
@@ -92,6 +93,29 @@ static const NhConfigKey lbuf_keys[] = {
     { NULL },
 };
 
+/* alpha_sessions: per instance, keyed by its alpha; none run with a fixed lbuf-alpha */
+static bool alpha_session_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
+{
+    uint32_t n = (uint32_t)nh_config_uint(cfg, "lbuf-instances");
+
+    if (!isnan(nh_config_fraction(cfg, "lbuf-alpha")) || i >= n) {
+        return false;
+    }
+    g_snprintf(key, len, "%.2f", -1.0 + 2.0 * i / (n - 1));
+    return true;
+}
+
+/* in slot order (LB_*) */
+static const NhStat lbuf_counters[] = {
+    { "buffer.lbuf.sessions" },
+    { "buffer.lbuf.alpha", NH_STAT_MILLI, .bias = -1000 },
+    { "buffer.lbuf.lambda", NH_STAT_MILLI },
+    { "buffer.lbuf.alpha_sessions", NH_STAT_ARRAY, .n = LB_SIM_BYTES - LB_ALPHA_SESSIONS,
+      .element = alpha_session_key },
+    { "buffer.lbuf.sim_bytes" },
+    { NULL },
+};
+
 static void *lbuf_create(NhBuf *b)
 {
     Lbuf *s = g_new0(Lbuf, 1);
@@ -112,6 +136,7 @@ static void *lbuf_create(NhBuf *b)
     s->b = b;
     s->spb = b->pages * b->spp;
     nh_bk_init(&s->bk, s->spb + 1);
+    s->ctr = b->env.counters;
     s->session_len = nh_config_uint(cfg, "lbuf-session");
     s->ninst = isnan(alpha) ? (uint32_t)nh_config_uint(cfg, "lbuf-instances") : 0;
     s->cur = s->ninst / 2;
@@ -165,7 +190,6 @@ static void tune_lambda(Lbuf *s)
 
 static void end_session(Lbuf *s)
 {
-    NhStats *st = s->b->st;
     double best = 0;
     uint32_t win = s->cur;
 
@@ -180,9 +204,9 @@ static void end_session(Lbuf *s)
     if (s->ninst) {
         s->cur = win;
         s->alpha = alpha_of(s, win);
-        st->lbuf_alpha_sessions[win]++;
+        s->ctr[LB_ALPHA_SESSIONS + win]++;
     }
-    st->lbuf_sessions++;
+    s->ctr[LB_SESSIONS]++;
     tune_lambda(s);
     s->session = 0;
 }
@@ -249,21 +273,22 @@ static void lbuf_victim(void *p, NhBufVictim *v)
 static size_t lbuf_metadata(void *p)
 {
     Lbuf *s = p;
-    NhStats *st = s->b->st;
     uint64_t sim = 0;
 
     for (uint32_t i = 0; i < s->ninst; i++) {
         sim += lb_sim_bytes(s->inst[i]);
     }
-    st->lbuf_alpha_milli = (uint64_t)llround((s->alpha + 1.0) * 1000.0);
-    st->lbuf_lambda_milli = (uint64_t)llround(s->lambda * 1000.0);
-    st->lbuf_sim_bytes = MAX(st->lbuf_sim_bytes, sim);
+    s->ctr[LB_ALPHA] = (uint64_t)llround((s->alpha + 1.0) * 1000.0);
+    s->ctr[LB_LAMBDA] = (uint64_t)llround(s->lambda * 1000.0);
+    s->ctr[LB_SIM_BYTES] = MAX(s->ctr[LB_SIM_BYTES], sim);
     return (size_t)s->bk.n * sizeof(NhBufBucket);
 }
 
 const NhBufPolicy nh_buf_lbuf = {
     .name = "lbuf",
     .keys = lbuf_keys,
+    .counters = lbuf_counters,
+    .counters_when_chosen = true,
     .create = lbuf_create,
     .destroy = lbuf_destroy,
     .written = lbuf_written,

@@ -7,6 +7,10 @@
 
 #include "buffer.h"
 
+/* lbuf's own counters (docs/statistics.md), in env.counters: sessions, the alpha and lambda in
+ * force (thousandths; alpha + 1), sessions won per instance, peak meta-simulation memory. */
+enum { LB_SESSIONS, LB_ALPHA, LB_LAMBDA, LB_ALPHA_SESSIONS, LB_SIM_BYTES = LB_ALPHA_SESSIONS + 9 };
+
 /* How an ordering reads a group through its link: last access (write request number), dirty
  * sectors and logical block. */
 typedef void (*LbGetFn)(GList *link, uint64_t *stamp, uint32_t *size, uint64_t *lbn);

@@ -26,7 +26,39 @@ struct NhEngine {
 };
 
 /*
- * The statistics document: counters, derived values, wear from @nand's erase counts, the
+ * The statistics table (engine/stats.c): every key of the statistics document, in its order.
+ * Counters every device has are fields of NhStats; a policy's own counters come from its
+ * table (NhStat) with slots in NhStats.policy; derived values are computed when the document
+ * is built.  docs/statistics.md documents each path (tests/unit/test-stats.c checks it).
+ */
+typedef enum NhStatsHow {
+    NH_ENTRY_COUNTER,           /* a uint64_t of NhStats at offset */
+    NH_ENTRY_HIST,              /* an NhHist of NhStats at offset */
+    NH_ENTRY_POLICY,            /* a policy's counter: stat, from slot offset of NhStats.policy */
+    NH_ENTRY_DERIVED,           /* derive() */
+    NH_ENTRY_DERIVED_DOUBLE,    /* derive_double() */
+    NH_ENTRY_CONFIG,            /* every configuration key with its canonical text */
+} NhStatsHow;
+
+struct NhStatsCtx;
+
+typedef struct NhStatsEntry {
+    const char *path;
+    NhStatsHow  how;
+    size_t      offset;
+    const NhStat *stat;
+    const char *buffer;         /* shown only with this buffer policy in force; NULL = always */
+    uint64_t (*derive)(const struct NhStatsCtx *c);
+    double (*derive_double)(const struct NhStatsCtx *c);
+} NhStatsEntry;
+
+const NhStatsEntry *nh_stats_table(size_t *n);
+bool nh_stats_entry_shown(const NhStatsEntry *e, const NhConfig *cfg);
+/* Where the policy with counter table @counters keeps them in @s; NULL for a NULL table. */
+uint64_t *nh_stats_policy_counters(NhStats *s, const NhStat *counters);
+
+/*
+ * The statistics document: the table's entries, wear from @nand's erase counts, the
  * configuration in force (every key, canonical text) and geometry facts.  Caller frees.
  */
 char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
@@ -34,6 +66,9 @@ char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
 
 /* The value at quantile @q (0..1): the upper edge of its bucket, capped at the maximum seen. */
 uint64_t nh_hist_quantile(const NhHist *h, double q);
+
+/* The environment an FTL of @eng is created in. */
+NhFtlEnv nh_engine_ftl_env(NhEngine *eng);
 
 /* Hash of everything that shapes the saved state: geometry, FTL, cell, capacity. */
 uint64_t nh_engine_state_hash(const NhEngine *eng);

@@ -144,8 +144,21 @@ static void create_buffer(NhEngine *eng)
     };
 
     if (strcmp(eng->cfg.buffer, "none") || eng->cfg.cache_size) {
+        const NhBufPolicy *pol = nh_buf_find(eng->cfg.buffer);
+        env.counters = nh_stats_policy_counters(&eng->stats, pol ? pol->counters : NULL);
         eng->buf = nh_buf_new(&env);
     }
+}
+
+NhFtlEnv nh_engine_ftl_env(NhEngine *eng)
+{
+    return (NhFtlEnv){
+        .cfg = &eng->cfg,
+        .nand = eng->nand,
+        .stats = &eng->stats,
+        .lpages = eng->lpages,
+        .counters = nh_stats_policy_counters(&eng->stats, eng->ops->counters),
+    };
 }
 
 NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
@@ -167,7 +180,7 @@ NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
     eng->ops = ops;
     eng->nand = nh_nand_new(&eng->cfg, &eng->stats);
     eng->logical_bytes = logical_pages_of(eng->nand->g.npages, c.op) * c.page_size;
-    env = (NhFtlEnv){ &eng->cfg, eng->nand, &eng->stats, lpages };
+    env = nh_engine_ftl_env(eng);
     eng->ftl = ops->create(&env, errp);
     if (!eng->ftl) {
         nh_engine_free(eng);

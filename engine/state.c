@@ -12,14 +12,24 @@
  *   40  u64 length of the body
  *   48  u32 CRC-32 of the header (clean flag and this field as 0), the blob and the body
  *   52  zero to 64
- *   64  front end's blob, then the body:
- *       counters: u64 word count, then every NhStats word;
- *       wear: u64 count, then (u32 block, u32 erase count) for blocks that were ever erased;
- *       FTL: u64 length, then the FTL's own section (empty in a checkpoint, which is never
- *       clean: the mapping of a dirty image is rebuilt by the front end anyway).
+ *   64  front end's blob, then the body: sections, each a string name (u32 length, bytes), u32
+ *       flags (1: optional, a version that does not know the section skips it; a section
+ *       neither known nor optional is refused), u64 payload length, the payload.  Version 2
+ *       writes, all required:
+ *       "counters": u64 count, then per counter its path in the statistics table (a string),
+ *                   u32 words, the words (a histogram: count, sum, max, buckets).  A counter
+ *                   this version has and the file lacks reads as 0; one it lacks is ignored;
+ *       "wear":     u64 count, then (u32 block, u32 erase count) for blocks that were ever
+ *                   erased;
+ *       "ftl":      the FTL's own section (empty in a checkpoint, which is never clean: the
+ *                   mapping of a dirty image is rebuilt by the front end anyway).
+ *       Version 1 (still read) had no names: u64 word count and the words of the counters in
+ *       the layout v1_counters[] gives, the wear as above, u64 length and the FTL's section.
  * Sparse wear and run-length mapping keep the file small for a large, mostly empty device.
+ * Every record goes through record.h; the file is replaced durably (data, then the rename).
  */
 #include "engine-priv.h"
+#include "record.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +39,8 @@
 #include <zlib.h>
 
 #define MAGIC "NHSTATE"
-#define VERSION 1
+#define VERSION 2
+#define OPTIONAL 1u
 #define HDR 64
 #define OFF_CLEAN 12
 #define OFF_CRC 48
@@ -67,126 +78,146 @@ uint64_t nh_engine_state_hash(const NhEngine *eng)
     return h;
 }
 
-static void put32(GByteArray *o, uint32_t v)
+/* The words of a counter the state file holds: a counter, a histogram, a policy's counter. */
+static uint64_t *counter_words(NhStats *s, const NhStatsEntry *e, uint32_t *n)
 {
-    v = GUINT32_TO_LE(v);
-    g_byte_array_append(o, (const guint8 *)&v, 4);
+    switch (e->how) {
+    case NH_ENTRY_COUNTER:
+        *n = 1;
+        return (uint64_t *)(void *)((char *)s + e->offset);
+    case NH_ENTRY_HIST:
+        *n = sizeof(NhHist) / sizeof(uint64_t);
+        return (uint64_t *)(void *)((char *)s + e->offset);
+    case NH_ENTRY_POLICY:
+        *n = nh_stat_slots(e->stat);
+        return &s->policy[e->offset];
+    default:
+        return NULL;
+    }
 }
 
-static void put64(GByteArray *o, uint64_t v)
+static uint64_t *counter_by_path(NhStats *s, const char *path, uint32_t *n)
 {
-    v = GUINT64_TO_LE(v);
-    g_byte_array_append(o, (const guint8 *)&v, 8);
+    size_t len;
+    const NhStatsEntry *t = nh_stats_table(&len);
+
+    for (size_t i = 0; i < len; i++) {
+        if (!strcmp(t[i].path, path)) {
+            return counter_words(s, &t[i], n);
+        }
+    }
+    return NULL;
 }
 
-static void set32(guint8 *p, uint32_t v)
+static guint begin_section(GByteArray *o, const char *name)
 {
-    v = GUINT32_TO_LE(v);
-    memcpy(p, &v, 4);
+    nh_put_str(o, name);
+    nh_put32(o, 0);
+    return nh_reserve64(o);
 }
 
-static void set64(guint8 *p, uint64_t v)
+static void end_section(GByteArray *o, guint pos)
 {
-    v = GUINT64_TO_LE(v);
-    memcpy(p, &v, 8);
+    nh_patch64(o, pos, o->len - pos - 8);
 }
 
-static uint32_t rd32(const guint8 *p)
+static void save_counters(const NhEngine *eng, GByteArray *o)
 {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return GUINT32_FROM_LE(v);
+    size_t len;
+    const NhStatsEntry *t = nh_stats_table(&len);
+    guint count = nh_reserve64(o);
+    uint64_t n = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        uint32_t words;
+        const uint64_t *w = counter_words((NhStats *)&eng->stats, &t[i], &words);
+        if (w) {
+            nh_put_str(o, t[i].path);
+            nh_put32(o, words);
+            for (uint32_t k = 0; k < words; k++) {
+                nh_put64(o, w[k]);
+            }
+            n++;
+        }
+    }
+    nh_patch64(o, count, n);
 }
 
-static uint64_t rd64(const guint8 *p)
+static void save_wear(const NhEngine *eng, GByteArray *o)
 {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return GUINT64_FROM_LE(v);
+    guint count = nh_reserve64(o);
+    uint64_t n = 0;
+
+    for (uint64_t b = 0; b < eng->nand->g.nblocks; b++) {
+        if (eng->nand->erase_count[b]) {
+            nh_put32(o, (uint32_t)b);
+            nh_put32(o, eng->nand->erase_count[b]);
+            n++;
+        }
+    }
+    nh_patch64(o, count, n);
+}
+
+/* Replace @path with @o's bytes so that a crash leaves the old file or the new one, and the new
+ * one survives once this returns: GLib writes a temporary file, syncs and renames it; the
+ * directory is synced after it so that the rename itself is on disk. */
+static bool write_durably(const char *path, GByteArray *o, GError **errp)
+{
+    char *dir = g_path_get_dirname(path);
+    int fd;
+    bool ok = g_file_set_contents_full(path, (const gchar *)o->data, o->len,
+                                       G_FILE_SET_CONTENTS_CONSISTENT |
+                                       G_FILE_SET_CONTENTS_DURABLE, 0600, errp);
+
+    if (ok) {
+        fd = g_open(dir, O_RDONLY | O_DIRECTORY, 0);
+        if (fd < 0 || fsync(fd) != 0) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_IO, "%s: cannot sync the directory: %s", dir,
+                        g_strerror(errno));
+            ok = false;
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
+    g_free(dir);
+    return ok;
 }
 
 /* A clean image has everything; a checkpoint (not clean) has no mapping, see engine.h. */
 static bool save_image(const NhEngine *eng, const char *path, const void *fe, size_t fe_len,
                        bool clean, GError **errp)
 {
-    GByteArray *o = g_byte_array_new();
-    const uint64_t *words = (const uint64_t *)&eng->stats;
-    size_t nwords = sizeof(eng->stats) / 8;
-    const NhGeometry *g = &eng->nand->g;
-    uint64_t nerased = 0;
-    guint pos, ftl_pos;
-    char *tmp;
-    int fd;
-    bool ok = false;
+    GByteArray *o = g_byte_array_sized_new(HDR);
+    guint sec;
+    bool ok;
 
-    G_STATIC_ASSERT(sizeof(NhStats) % 8 == 0);
     g_byte_array_set_size(o, HDR);
     memset(o->data, 0, HDR);
     if (fe_len) {
         g_byte_array_append(o, fe, (guint)fe_len);
     }
-    put64(o, nwords);
-    for (size_t i = 0; i < nwords; i++) {
-        put64(o, words[i]);
-    }
-    pos = o->len;
-    put64(o, 0);
-    for (uint64_t b = 0; b < g->nblocks; b++) {
-        if (eng->nand->erase_count[b]) {
-            put32(o, (uint32_t)b);
-            put32(o, eng->nand->erase_count[b]);
-            nerased++;
-        }
-    }
-    set64(o->data + pos, nerased);
-    ftl_pos = o->len;
-    put64(o, 0);
+    sec = begin_section(o, "counters");
+    save_counters(eng, o);
+    end_section(o, sec);
+    sec = begin_section(o, "wear");
+    save_wear(eng, o);
+    end_section(o, sec);
+    sec = begin_section(o, "ftl");
     if (clean) {
         eng->ops->save(eng->ftl, o);
     }
-    set64(o->data + ftl_pos, o->len - ftl_pos - 8);
+    end_section(o, sec);
 
     memcpy(o->data, MAGIC, 8);
-    set32(o->data + 8, VERSION);
-    set32(o->data + OFF_CLEAN, clean);
-    set64(o->data + 16, nh_engine_state_hash(eng));
-    set64(o->data + 24, eng->capacity);
-    set64(o->data + 32, fe_len);
-    set64(o->data + 40, o->len - HDR - fe_len);
-    set32(o->data + OFF_CRC, image_crc(o->data, o->data + HDR, o->len - HDR));
-
-    tmp = g_strconcat(path, ".XXXXXX", NULL);
-    fd = g_mkstemp(tmp);
-    if (fd < 0) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "%s: cannot create a temporary file: %s", path,
-                    g_strerror(errno));
-    } else {
-        size_t done = 0;
-        while (done < o->len) {
-            ssize_t n = write(fd, o->data + done, o->len - done);
-            if (n < 0 && errno == EINTR) {
-                continue;
-            }
-            if (n <= 0) {
-                break;
-            }
-            done += (size_t)n;
-        }
-        if (done != o->len || fsync(fd) != 0) {
-            g_set_error(errp, NH_ERROR, NH_ERROR_IO, "%s: write failed: %s", tmp,
-                        g_strerror(errno));
-        } else if (g_rename(tmp, path) != 0) {
-            g_set_error(errp, NH_ERROR, NH_ERROR_IO, "%s: rename failed: %s", path,
-                        g_strerror(errno));
-        } else {
-            ok = true;
-        }
-        close(fd);
-        if (!ok) {
-            g_unlink(tmp);
-        }
-    }
-    g_free(tmp);
+    nh_patch32(o, 8, VERSION);
+    nh_patch32(o, OFF_CLEAN, clean);
+    nh_patch64(o, 16, nh_engine_state_hash(eng));
+    nh_patch64(o, 24, eng->capacity);
+    nh_patch64(o, 32, fe_len);
+    nh_patch64(o, 40, o->len - HDR - fe_len);
+    nh_patch32(o, OFF_CRC, image_crc(o->data, o->data + HDR, o->len - HDR));
+    ok = write_durably(path, o, errp);
     g_byte_array_unref(o);
     return ok;
 }
@@ -210,108 +241,286 @@ static bool damaged(GError **errp, const char *path, const char *why)
     return false;
 }
 
-bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clean,
-                    GError **errp)
-{
-    const NhGeometry *g = &eng->nand->g;
-    size_t nwords = sizeof(eng->stats) / 8;
-    gchar *data = NULL;
-    gsize len;
-    const guint8 *d, *p, *end;
-    uint64_t fe_len, body_len, n, ftl_len;
-    uint32_t *erase = NULL, *next_page = NULL, *old_erase, *old_next;
-    NhStats *stats = NULL;
-    void *ftl = NULL;
-    bool clean, ok = false;
-    NhFtlEnv env;
+/* The sections of a body, in place. */
+typedef struct Body {
+    NhReader counters, wear, ftl;
+} Body;
 
-    if (!g_file_get_contents(path, &data, &len, errp)) {
+static bool split_v2(const char *path, NhReader r, Body *b, GError **errp)
+{
+    bool have_counters = false, have_wear = false, have_ftl = false;
+
+    while (r.p < r.end) {
+        char *name = NULL;
+        uint32_t flags;
+        uint64_t len;
+        const guint8 *p;
+        NhReader *dst = NULL;
+        bool *seen = NULL;
+
+        if (!nh_get_str(&r, &name) || !nh_get32(&r, &flags) || !nh_get64(&r, &len) ||
+            !nh_get_bytes(&r, len, &p)) {
+            g_free(name);
+            return damaged(errp, path, "section table");
+        }
+        if (!strcmp(name, "counters")) {
+            dst = &b->counters, seen = &have_counters;
+        } else if (!strcmp(name, "wear")) {
+            dst = &b->wear, seen = &have_wear;
+        } else if (!strcmp(name, "ftl")) {
+            dst = &b->ftl, seen = &have_ftl;
+        } else if (!(flags & OPTIONAL)) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "%s: section '%s' is unknown to this "
+                        "version of the engine (written by a newer one?)", path, name);
+            g_free(name);
+            return false;
+        }
+        g_free(name);
+        if (dst) {
+            *dst = (NhReader){ p, p + len };
+            *seen = true;
+        }
+    }
+    if (!have_counters || !have_wear || !have_ftl) {
+        return damaged(errp, path, "a section is missing");
+    }
+    return true;
+}
+
+static bool load_counters_v2(const char *path, NhReader r, NhStats *s, GError **errp)
+{
+    uint64_t n;
+
+    if (!nh_get64(&r, &n)) {
+        return damaged(errp, path, "counter section");
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        char *key = NULL;
+        uint32_t words, want = 0;
+        uint64_t *dst;
+        bool ok = nh_get_str(&r, &key) && nh_get32(&r, &words);
+
+        dst = ok ? counter_by_path(s, key, &want) : NULL;
+        g_free(key);
+        if (!ok || (dst && words != want)) {
+            return damaged(errp, path, "counter section");
+        }
+        for (uint32_t k = 0; k < words; k++) {
+            uint64_t v;
+            if (!nh_get64(&r, &v)) {
+                return damaged(errp, path, "counter section");
+            }
+            if (dst) {
+                dst[k] = v;
+            }
+        }
+    }
+    return true;
+}
+
+/* Version 1's counters: NhStats words as they were then; a file written before the last seven
+ * were added has fewer words. */
+static const struct {
+    const char *path;
+    uint32_t words;
+} v1_counters[] = {
+    { "host.read_cmds", 1 }, { "host.write_cmds", 1 }, { "host.trim_cmds", 1 },
+    { "host.flush_cmds", 1 }, { "host.read_bytes", 1 }, { "host.write_bytes", 1 },
+    { "host.trim_bytes", 1 }, { "host.write_pages", 1 }, { "nand.page_reads", 1 },
+    { "nand.page_programs", 1 }, { "nand.block_erases", 1 }, { "ftl.gc_page_copies", 1 },
+    { "ftl.gc_blocks", 1 }, { "ftl.gc_foreground_blocks", 1 }, { "ftl.wl_page_copies", 1 },
+    { "ftl.wl_blocks", 1 }, { "ftl.rmw_reads", 1 }, { "ftl.merges.switch", 1 },
+    { "ftl.merges.partial", 1 }, { "ftl.merges.full", 1 }, { "ftl.cmt.hits", 1 },
+    { "ftl.cmt.misses", 1 }, { "ftl.translation_page_reads", 1 },
+    { "ftl.translation_page_writes", 1 }, { "buffer.write_hits", 1 },
+    { "buffer.read_hits", 1 }, { "buffer.evictions", 1 }, { "buffer.destage_pages", 1 },
+    { "buffer.padding_reads", 1 }, { "buffer.merge_on_flush_pages", 1 },
+    { "buffer.metadata_bytes", 1 }, { "cache.read_hits", 1 }, { "cache.read_misses", 1 },
+    { "buffer.lbuf.sessions", 1 }, { "buffer.lbuf.alpha_sessions", 9 },
+    { "buffer.lbuf.alpha", 1 }, { "buffer.lbuf.lambda", 1 }, { "buffer.lbuf.sim_bytes", 1 },
+    { "buffer.destage_length", sizeof(NhHist) / 8 }, { "latency_ns.read", sizeof(NhHist) / 8 },
+    { "latency_ns.write", sizeof(NhHist) / 8 },
+    /* the first v1 files end here */
+    { "nand.program_ops", 1 }, { "nand.read_ops", 1 }, { "ftl.stripe_merges", 1 },
+    { "ftl.stripe_partial", 1 }, { "ftl.stripe_pages", 1 }, { "ftl.stripe_overwrites", 1 },
+    { "ftl.stripe_padding", 1 },
+};
+#define V1_SHORTEST 41
+
+static bool load_counters_v1(const char *path, NhReader *r, NhStats *s, GError **errp)
+{
+    uint64_t n;
+    size_t i;
+
+    if (!nh_get64(r, &n)) {
+        return damaged(errp, path, "counter section");
+    }
+    for (i = 0; i < G_N_ELEMENTS(v1_counters) && n >= v1_counters[i].words; i++) {
+        uint32_t want = 0;
+        uint64_t *dst = counter_by_path(s, v1_counters[i].path, &want);
+        g_assert(dst && want == v1_counters[i].words);
+        for (uint32_t k = 0; k < want; k++) {
+            if (!nh_get64(r, &dst[k])) {
+                return damaged(errp, path, "counter section");
+            }
+        }
+        n -= want;
+    }
+    if (n || i < V1_SHORTEST) {
+        return damaged(errp, path, "counter section");
+    }
+    return true;
+}
+
+static bool split_v1(const char *path, NhReader r, NhStats *s, Body *b, GError **errp)
+{
+    uint64_t n;
+    const guint8 *p;
+
+    if (!load_counters_v1(path, &r, s, errp)) {
         return false;
     }
-    d = (const guint8 *)data;
-    if (len < HDR || memcmp(d, MAGIC, 8) != 0) {
-        ok = damaged(errp, path, "bad magic");
-        goto out;
+    b->wear.p = r.p;
+    if (!nh_get64(&r, &n) || n > (uint64_t)(r.end - r.p) / 8 || !nh_get_bytes(&r, n * 8, &p)) {
+        return damaged(errp, path, "wear section");
     }
-    if (rd32(d + 8) != VERSION) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "%s: state format version %u, expected %u",
-                    path, rd32(d + 8), VERSION);
-        goto out;
+    b->wear.end = r.p;
+    if (!nh_get64(&r, &n) || n != (uint64_t)(r.end - r.p)) {
+        return damaged(errp, path, "FTL section length");
     }
-    if (rd64(d + 16) != nh_engine_state_hash(eng) || rd64(d + 24) != eng->capacity) {
+    b->ftl = r;
+    return true;
+}
+
+static bool load_wear(const char *path, NhReader r, uint32_t *erase, uint64_t nblocks,
+                      GError **errp)
+{
+    uint64_t n;
+
+    if (!nh_get64(&r, &n) || n > nblocks) {
+        return damaged(errp, path, "wear section");
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t b, count;
+        if (!nh_get32(&r, &b) || !nh_get32(&r, &count)) {
+            return damaged(errp, path, "wear section");
+        }
+        if (b >= nblocks) {
+            return damaged(errp, path, "wear entry out of range");
+        }
+        erase[b] = count;
+    }
+    return true;
+}
+
+/* Header checks; on success the body and the front end's blob. */
+static bool check_header(const NhEngine *eng, const char *path, const guint8 *d, gsize len,
+                         uint32_t *version, bool *clean, NhReader *body, GBytes **fe,
+                         GError **errp)
+{
+    NhReader h = { d, d + len };
+    const guint8 *magic;
+    uint32_t flag, crc;
+    uint64_t hash, cap, fe_len, body_len;
+
+    if (len < HDR || !nh_get_bytes(&h, 8, &magic) || memcmp(magic, MAGIC, 8) != 0) {
+        return damaged(errp, path, "bad magic");
+    }
+    nh_get32(&h, version);
+    nh_get32(&h, &flag);
+    nh_get64(&h, &hash);
+    nh_get64(&h, &cap);
+    nh_get64(&h, &fe_len);
+    nh_get64(&h, &body_len);
+    nh_get32(&h, &crc);
+    if (*version != 1 && *version != VERSION) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_STATE,
+                    "%s: state format version %u, this engine reads 1 and %u", path, *version,
+                    VERSION);
+        return false;
+    }
+    if (hash != nh_engine_state_hash(eng) || cap != eng->capacity) {
         g_set_error(errp, NH_ERROR, NH_ERROR_STATE,
                     "%s: saved by an engine with a different geometry, FTL or capacity",
                     path);
-        goto out;
+        return false;
     }
-    fe_len = rd64(d + 32);
-    body_len = rd64(d + 40);
     if (fe_len > len - HDR || body_len != len - HDR - fe_len) {
-        ok = damaged(errp, path, "lengths do not match the file size");
-        goto out;
+        return damaged(errp, path, "lengths do not match the file size");
     }
-    if (image_crc(d, d + HDR, len - HDR) != rd32(d + OFF_CRC)) {
-        ok = damaged(errp, path, "checksum mismatch");
-        goto out;
+    if (image_crc(d, d + HDR, len - HDR) != crc) {
+        return damaged(errp, path, "checksum mismatch");
     }
-    clean = rd32(d + OFF_CLEAN) == 1;
-    p = d + HDR + fe_len;
-    end = d + len;
+    *clean = flag == 1;
+    *body = (NhReader){ d + HDR + fe_len, d + len };
+    *fe = g_bytes_new(d + HDR, fe_len);
+    return true;
+}
 
-    /* build everything aside; the engine changes only once all of it parsed */
-    /* counters added since an image was written come after its words (stats.h): they start
-     * at 0 */
-    if (end - p < 8 || (n = rd64(p)) > nwords || n < NH_STATS_V1_WORDS ||
-        (uint64_t)(end - p - 8) < n * 8) {
-        ok = damaged(errp, path, "counter section");
-        goto out;
-    }
-    p += 8;
-    stats = g_new0(NhStats, 1);
-    for (size_t i = 0; i < n; i++, p += 8) {
-        ((uint64_t *)stats)[i] = rd64(p);
-    }
-    if (end - p < 8 || (n = rd64(p)) > g->nblocks || (uint64_t)(end - p - 8) < n * 8) {
-        ok = damaged(errp, path, "wear section");
-        goto out;
-    }
-    p += 8;
-    erase = g_new0(uint32_t, g->nblocks);
-    for (uint64_t i = 0; i < n; i++, p += 8) {
-        uint32_t b = rd32(p);
-        if (b >= g->nblocks) {
-            ok = damaged(errp, path, "wear entry out of range");
-            goto out;
-        }
-        erase[b] = rd32(p + 4);
-    }
-    if (end - p < 8 || (ftl_len = rd64(p)) != (uint64_t)(end - p - 8)) {
-        ok = damaged(errp, path, "FTL section length");
-        goto out;
-    }
-    p += 8;
+/* Swap in a new FTL built on the file's wear and mapping; the engine is unchanged on failure. */
+static bool install(NhEngine *eng, uint32_t *erase, NhReader ftl_sec, bool clean, GError **errp)
+{
+    const NhGeometry *g = &eng->nand->g;
+    uint32_t *next_page = g_new0(uint32_t, g->nblocks);
+    uint32_t *old_erase = eng->nand->erase_count, *old_next = eng->nand->next_page;
+    NhFtlEnv env;
+    void *ftl;
 
-    next_page = g_new0(uint32_t, g->nblocks);
-    old_erase = eng->nand->erase_count;
-    old_next = eng->nand->next_page;
     eng->nand->erase_count = erase;
     eng->nand->next_page = next_page;
-    env = (NhFtlEnv){ &eng->cfg, eng->nand, &eng->stats, eng->lpages };
+    env = nh_engine_ftl_env(eng);
     ftl = eng->ops->create(&env, errp);
     /* after an unclean stop the mapping is stale; the front end rebuilds it */
-    if (!ftl || (clean && !eng->ops->load(ftl, p, ftl_len, errp))) {
+    if (!ftl || (clean && !eng->ops->load(ftl, ftl_sec.p, (size_t)(ftl_sec.end - ftl_sec.p),
+                                          errp))) {
         if (ftl) {
             eng->ops->destroy(ftl);
         }
         eng->nand->erase_count = old_erase;
         eng->nand->next_page = old_next;
-        goto out;
+        g_free(next_page);
+        return false;
     }
-    erase = next_page = NULL;
     g_free(old_erase);
     g_free(old_next);
     eng->ops->destroy(eng->ftl);
     eng->ftl = ftl;
+    return true;
+}
+
+bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clean,
+                    GError **errp)
+{
+    const NhGeometry *g = &eng->nand->g;
+    gchar *data = NULL;
+    gsize len;
+    uint32_t version, *erase = NULL;
+    NhReader body;
+    Body sec;
+    GBytes *blob = NULL;
+    NhStats *stats = g_new0(NhStats, 1);
+    bool clean, ok = false;
+
+    if (!g_file_get_contents(path, &data, &len, errp)) {
+        g_free(stats);
+        return false;
+    }
+    /* build everything aside; the engine changes only once all of it parsed */
+    if (!check_header(eng, path, (const guint8 *)data, len, &version, &clean, &body, &blob,
+                      errp)) {
+        goto out;
+    }
+    if (version == 1 ? !split_v1(path, body, stats, &sec, errp)
+                     : !split_v2(path, body, &sec, errp) ||
+                       !load_counters_v2(path, sec.counters, stats, errp)) {
+        goto out;
+    }
+    erase = g_new0(uint32_t, g->nblocks);
+    if (!load_wear(path, sec.wear, erase, g->nblocks, errp) ||
+        !install(eng, erase, sec.ftl, clean, errp)) {
+        goto out;
+    }
+    erase = NULL;
     memcpy(&eng->stats, stats, sizeof(*stats));
     memset(eng->nand->die_free, 0, sizeof(uint64_t) * g->ndies);
     memset(eng->nand->bus_free, 0, sizeof(uint64_t) * g->channels);
@@ -319,15 +528,17 @@ bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clea
     eng->priority_until = 0;
     eng->last_now = 0;
     if (fe) {
-        *fe = g_bytes_new(d + HDR, fe_len);
+        *fe = g_bytes_ref(blob);
     }
     if (was_clean) {
         *was_clean = clean;
     }
     ok = true;
 out:
+    if (blob) {
+        g_bytes_unref(blob);
+    }
     g_free(erase);
-    g_free(next_page);
     g_free(stats);
     g_free(data);
     return ok;

@@ -1,6 +1,11 @@
-/* stats.c - quantiles and the statistics document (contract in stats.h). */
-#include "stats.h"
-#include "nand.h"
+/*
+ * stats.c - the statistics table and the document built from it (contract in engine-priv.h).
+ *
+ * Every key of the document is one entry of the table: a counter of NhStats, a policy's counter
+ * (its own table, composed in here), or a value derived when the document is built.  The JSON
+ * writer, the state file's counter section and the check of docs/statistics.md all walk it.
+ */
+#include "engine-priv.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -34,10 +39,197 @@ uint64_t nh_hist_quantile(const NhHist *h, double q)
     return h->max;
 }
 
+/* What derived values are computed from. */
+typedef struct NhStatsCtx {
+    const NhStats *s;
+    const NhConfig *cfg;
+    const NhNand *nand;
+    uint64_t capacity, logical_bytes;
+    uint32_t wmin, wmax;
+    double wmean;
+} Ctx;
+
+#define C(field) .how = NH_ENTRY_COUNTER, .offset = offsetof(NhStats, field)
+#define H(field) .how = NH_ENTRY_HIST, .offset = offsetof(NhStats, field)
+#define D(fn) .how = NH_ENTRY_DERIVED, .derive = (fn)
+#define DF(fn) .how = NH_ENTRY_DERIVED_DOUBLE, .derive_double = (fn)
+
+static uint64_t wear_min(const Ctx *c) { return c->wmin; }
+static uint64_t wear_max(const Ctx *c) { return c->wmax; }
+static double wear_mean(const Ctx *c) { return c->wmean; }
+static uint64_t pe_cycles(const Ctx *c) { return c->nand->t.pe_cycles; }
+static uint64_t capacity(const Ctx *c) { return c->capacity; }
+static uint64_t logical(const Ctx *c) { return c->logical_bytes; }
+static uint64_t physical(const Ctx *c) { return c->nand->g.npages * c->nand->g.page_size; }
+static uint64_t pus(const Ctx *c) { return c->nand->g.npu; }
+static uint64_t blocks_total(const Ctx *c) { return c->nand->g.nblocks; }
+static uint64_t blocks_per_plane(const Ctx *c) { return c->nand->g.blocks; }
+static uint64_t pages_total(const Ctx *c) { return c->nand->g.npages; }
+static uint64_t t_read(const Ctx *c) { return c->nand->t.t_read; }
+static uint64_t t_prog(const Ctx *c) { return c->nand->t.t_prog; }
+static uint64_t t_erase(const Ctx *c) { return c->nand->t.t_erase; }
+static uint64_t t_xfer(const Ctx *c) { return c->nand->t.t_xfer; }
+
+static double waf(const Ctx *c)
+{
+    return c->s->host_write_pages
+           ? (double)c->s->nand_page_programs / (double)c->s->host_write_pages : 0.0;
+}
+
+/* beyond the plane's share of the logical space, as blocks=auto counts them */
+static uint64_t spare_per_plane(const Ctx *c)
+{
+    const NhGeometry *g = &c->nand->g;
+    uint64_t unit = (uint64_t)g->pages * g->npu;
+    return g->blocks - ((c->capacity + g->page_size - 1) / g->page_size + unit - 1) / unit;
+}
+
+/* Host, NAND and the FTL counters every device has; the FTLs' own follow. */
+static const NhStatsEntry device_stats[] = {
+    { "host.read_cmds", C(host_read_cmds) },
+    { "host.write_cmds", C(host_write_cmds) },
+    { "host.trim_cmds", C(host_trim_cmds) },
+    { "host.flush_cmds", C(host_flush_cmds) },
+    { "host.read_bytes", C(host_read_bytes) },
+    { "host.write_bytes", C(host_write_bytes) },
+    { "host.trim_bytes", C(host_trim_bytes) },
+    { "host.write_pages", C(host_write_pages) },
+    { "nand.page_reads", C(nand_page_reads) },
+    { "nand.page_programs", C(nand_page_programs) },
+    { "nand.block_erases", C(nand_block_erases) },
+    { "nand.program_ops", C(nand_program_ops) },
+    { "nand.read_ops", C(nand_read_ops) },
+    { "ftl.gc_page_copies", C(ftl_gc_page_copies) },
+    { "ftl.gc_blocks", C(ftl_gc_blocks) },
+    { "ftl.gc_foreground_blocks", C(ftl_gc_foreground_blocks) },
+    { "ftl.wl_page_copies", C(ftl_wl_page_copies) },
+    { "ftl.wl_blocks", C(ftl_wl_blocks) },
+    { "ftl.rmw_reads", C(ftl_rmw_reads) },
+    { "ftl.stripe_merges", C(ftl_stripe_merges) },
+    { "ftl.stripe_partial", C(ftl_stripe_partial) },
+    { "ftl.stripe_pages", C(ftl_stripe_pages) },
+    { "ftl.stripe_overwrites", C(ftl_stripe_overwrites) },
+    { "ftl.stripe_padding", C(ftl_stripe_padding) },
+    { "ftl.merges.switch", C(ftl_merges_switch) },
+    { "ftl.merges.partial", C(ftl_merges_partial) },
+    { "ftl.merges.full", C(ftl_merges_full) },
+};
+
+/* Derived values, latency and the write buffer; the buffer policies' own counters follow. */
+static const NhStatsEntry memory_stats[] = {
+    { "waf", DF(waf) },
+    { "wear.erase_min", D(wear_min) },
+    { "wear.erase_max", D(wear_max) },
+    { "wear.erase_mean", DF(wear_mean) },
+    { "wear.pe_cycles", D(pe_cycles) },
+    { "latency_ns.read", H(lat_read) },
+    { "latency_ns.write", H(lat_write) },
+    { "buffer.write_hits", C(buf_write_hits) },
+    { "buffer.read_hits", C(buf_read_hits) },
+    { "buffer.evictions", C(buf_evictions) },
+    { "buffer.destage_pages", C(buf_destage_pages) },
+    { "buffer.destage_length", H(buf_destage_len) },
+    { "buffer.padding_reads", C(buf_padding_reads) },
+    { "buffer.merge_on_flush_pages", C(buf_merge_on_flush_pages) },
+    { "buffer.metadata_bytes", C(buf_metadata_bytes) },
+};
+
+/* The read cache, the configuration and the geometry. */
+static const NhStatsEntry closing_stats[] = {
+    { "cache.read_hits", C(cache_read_hits) },
+    { "cache.read_misses", C(cache_read_misses) },
+    { "config", .how = NH_ENTRY_CONFIG },
+    { "geometry.capacity_bytes", D(capacity) },
+    { "geometry.logical_bytes", D(logical) },
+    { "geometry.physical_bytes", D(physical) },
+    { "geometry.parallel_units", D(pus) },
+    { "geometry.blocks_total", D(blocks_total) },
+    { "geometry.blocks_per_plane", D(blocks_per_plane) },
+    { "geometry.spare_blocks_per_plane", D(spare_per_plane) },
+    { "geometry.pages_total", D(pages_total) },
+    { "geometry.t_read_ns", D(t_read) },
+    { "geometry.t_prog_ns", D(t_prog) },
+    { "geometry.t_erase_ns", D(t_erase) },
+    { "geometry.t_xfer_ns", D(t_xfer) },
+};
+
+static void append_entries(GArray *a, const NhStatsEntry *e, size_t n)
+{
+    g_array_append_vals(a, e, (guint)n);
+}
+
+/* A policy's counters, given their slots from *slot on. */
+static void append_policy(GArray *a, const NhStat *t, const char *buffer, size_t *slot)
+{
+    for (size_t i = 0; t && t[i].path; i++) {
+        NhStatsEntry e = { t[i].path, .how = NH_ENTRY_POLICY, .offset = *slot, .stat = &t[i],
+                           .buffer = buffer };
+        g_assert(*slot + nh_stat_slots(&t[i]) <= NH_STATS_POLICY_SLOTS);
+        *slot += nh_stat_slots(&t[i]);
+        g_array_append_val(a, e);
+    }
+}
+
+/* Composed once: the tables are constant, only the policies' slots are assigned here. */
+const NhStatsEntry *nh_stats_table(size_t *n)
+{
+    static NhStatsEntry *table;
+    static size_t len;
+    static gsize done;
+
+    if (g_once_init_enter(&done)) {
+        GArray *a = g_array_new(FALSE, FALSE, sizeof(NhStatsEntry));
+        size_t slot = 0;
+
+        append_entries(a, device_stats, G_N_ELEMENTS(device_stats));
+        for (size_t i = 0; nh_ftl_names[i]; i++) {
+            append_policy(a, nh_ftl_find(nh_ftl_names[i])->counters, NULL, &slot);
+        }
+        append_entries(a, memory_stats, G_N_ELEMENTS(memory_stats));
+        for (size_t i = 0; nh_buf_names[i]; i++) {
+            const NhBufPolicy *pol = nh_buf_find(nh_buf_names[i]);
+            if (pol) {
+                append_policy(a, pol->counters, pol->counters_when_chosen ? pol->name : NULL,
+                              &slot);
+            }
+        }
+        append_entries(a, closing_stats, G_N_ELEMENTS(closing_stats));
+        len = a->len;
+        table = (NhStatsEntry *)(void *)g_array_free(a, FALSE);
+        g_once_init_leave(&done, 1);
+    }
+    *n = len;
+    return table;
+}
+
+uint64_t *nh_stats_policy_counters(NhStats *s, const NhStat *counters)
+{
+    size_t n;
+    const NhStatsEntry *t = nh_stats_table(&n);
+
+    for (size_t i = 0; counters && i < n; i++) {
+        if (t[i].stat == counters) {
+            return &s->policy[t[i].offset];
+        }
+    }
+    return NULL;
+}
+
+bool nh_stats_entry_shown(const NhStatsEntry *e, const NhConfig *cfg)
+{
+    return !e->buffer || !strcmp(e->buffer, cfg->buffer);
+}
+
 static void add_uint(JsonBuilder *b, const char *key, uint64_t v)
 {
     json_builder_set_member_name(b, key);
     json_builder_add_int_value(b, (gint64)v);
+}
+
+static void add_double(JsonBuilder *b, const char *key, double v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_double_value(b, v);
 }
 
 static void add_hist(JsonBuilder *b, const char *key, const NhHist *h)
@@ -45,138 +237,15 @@ static void add_hist(JsonBuilder *b, const char *key, const NhHist *h)
     json_builder_set_member_name(b, key);
     json_builder_begin_object(b);
     add_uint(b, "count", h->count);
-    json_builder_set_member_name(b, "mean");
-    json_builder_add_double_value(b, h->count ? (double)h->sum / (double)h->count : 0.0);
+    add_double(b, "mean", h->count ? (double)h->sum / (double)h->count : 0.0);
     add_uint(b, "p50", nh_hist_quantile(h, 0.50));
     add_uint(b, "p99", nh_hist_quantile(h, 0.99));
     add_uint(b, "max", h->max);
     json_builder_end_object(b);
 }
 
-char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
-                    uint64_t capacity, uint64_t logical_bytes, bool pretty)
+static void add_config(JsonBuilder *b, const NhConfig *cfg)
 {
-    JsonBuilder *b = json_builder_new();
-    JsonGenerator *gen;
-    JsonNode *root;
-    uint32_t wmin, wmax;
-    double wmean;
-    char *out;
-
-    json_builder_begin_object(b);
-
-    json_builder_set_member_name(b, "host");
-    json_builder_begin_object(b);
-    add_uint(b, "read_cmds", s->host_read_cmds);
-    add_uint(b, "write_cmds", s->host_write_cmds);
-    add_uint(b, "trim_cmds", s->host_trim_cmds);
-    add_uint(b, "flush_cmds", s->host_flush_cmds);
-    add_uint(b, "read_bytes", s->host_read_bytes);
-    add_uint(b, "write_bytes", s->host_write_bytes);
-    add_uint(b, "trim_bytes", s->host_trim_bytes);
-    add_uint(b, "write_pages", s->host_write_pages);
-    json_builder_end_object(b);
-
-    json_builder_set_member_name(b, "nand");
-    json_builder_begin_object(b);
-    add_uint(b, "page_reads", s->nand_page_reads);
-    add_uint(b, "page_programs", s->nand_page_programs);
-    add_uint(b, "block_erases", s->nand_block_erases);
-    add_uint(b, "program_ops", s->nand_program_ops);
-    add_uint(b, "read_ops", s->nand_read_ops);
-    json_builder_end_object(b);
-
-    json_builder_set_member_name(b, "ftl");
-    json_builder_begin_object(b);
-    add_uint(b, "gc_page_copies", s->ftl_gc_page_copies);
-    add_uint(b, "gc_blocks", s->ftl_gc_blocks);
-    add_uint(b, "gc_foreground_blocks", s->ftl_gc_foreground_blocks);
-    add_uint(b, "wl_page_copies", s->ftl_wl_page_copies);
-    add_uint(b, "wl_blocks", s->ftl_wl_blocks);
-    add_uint(b, "rmw_reads", s->ftl_rmw_reads);
-    add_uint(b, "stripe_merges", s->ftl_stripe_merges);
-    add_uint(b, "stripe_partial", s->ftl_stripe_partial);
-    add_uint(b, "stripe_pages", s->ftl_stripe_pages);
-    add_uint(b, "stripe_overwrites", s->ftl_stripe_overwrites);
-    add_uint(b, "stripe_padding", s->ftl_stripe_padding);
-    json_builder_set_member_name(b, "merges");
-    json_builder_begin_object(b);
-    add_uint(b, "switch", s->ftl_merges_switch);
-    add_uint(b, "partial", s->ftl_merges_partial);
-    add_uint(b, "full", s->ftl_merges_full);
-    json_builder_end_object(b);
-    json_builder_set_member_name(b, "cmt");
-    json_builder_begin_object(b);
-    add_uint(b, "hits", s->ftl_cmt_hits);
-    add_uint(b, "misses", s->ftl_cmt_misses);
-    json_builder_end_object(b);
-    add_uint(b, "translation_page_reads", s->ftl_translation_page_reads);
-    add_uint(b, "translation_page_writes", s->ftl_translation_page_writes);
-    json_builder_end_object(b);
-
-    json_builder_set_member_name(b, "waf");
-    json_builder_add_double_value(b, s->host_write_pages
-                                  ? (double)s->nand_page_programs / (double)s->host_write_pages
-                                  : 0.0);
-
-    nh_nand_wear(nand, &wmin, &wmax, &wmean);
-    json_builder_set_member_name(b, "wear");
-    json_builder_begin_object(b);
-    add_uint(b, "erase_min", wmin);
-    add_uint(b, "erase_max", wmax);
-    json_builder_set_member_name(b, "erase_mean");
-    json_builder_add_double_value(b, wmean);
-    add_uint(b, "pe_cycles", nand->t.pe_cycles);
-    json_builder_end_object(b);
-
-    json_builder_set_member_name(b, "latency_ns");
-    json_builder_begin_object(b);
-    add_hist(b, "read", &s->lat_read);
-    add_hist(b, "write", &s->lat_write);
-    json_builder_end_object(b);
-
-    json_builder_set_member_name(b, "buffer");
-    json_builder_begin_object(b);
-    add_uint(b, "write_hits", s->buf_write_hits);
-    add_uint(b, "read_hits", s->buf_read_hits);
-    add_uint(b, "evictions", s->buf_evictions);
-    add_uint(b, "destage_pages", s->buf_destage_pages);
-    add_hist(b, "destage_length", &s->buf_destage_len);
-    add_uint(b, "padding_reads", s->buf_padding_reads);
-    add_uint(b, "merge_on_flush_pages", s->buf_merge_on_flush_pages);
-    add_uint(b, "metadata_bytes", s->buf_metadata_bytes);
-    /* only lbuf sets these; for another policy an alpha of -1 and a lambda of 0 would read as
-     * settings in force */
-    if (!strcmp(cfg->buffer, "lbuf")) {
-        json_builder_set_member_name(b, "lbuf");
-        json_builder_begin_object(b);
-        add_uint(b, "sessions", s->lbuf_sessions);
-        json_builder_set_member_name(b, "alpha");
-        json_builder_add_double_value(b, ((double)s->lbuf_alpha_milli - 1000.0) / 1000.0);
-        json_builder_set_member_name(b, "lambda");
-        json_builder_add_double_value(b, (double)s->lbuf_lambda_milli / 1000.0);
-        /* sessions won by each instance, keyed by its alpha; none run with a fixed lbuf-alpha */
-        json_builder_set_member_name(b, "alpha_sessions");
-        json_builder_begin_object(b);
-        uint32_t ninst = (uint32_t)nh_config_uint(cfg, "lbuf-instances");
-        for (uint32_t i = 0; isnan(nh_config_fraction(cfg, "lbuf-alpha")) && i < ninst &&
-                             i < G_N_ELEMENTS(s->lbuf_alpha_sessions); i++) {
-            char key[16];
-            g_snprintf(key, sizeof(key), "%.2f", -1.0 + 2.0 * i / (ninst - 1));
-            add_uint(b, key, s->lbuf_alpha_sessions[i]);
-        }
-        json_builder_end_object(b);
-        add_uint(b, "sim_bytes", s->lbuf_sim_bytes);
-        json_builder_end_object(b);
-    }
-    json_builder_end_object(b);
-
-    json_builder_set_member_name(b, "cache");
-    json_builder_begin_object(b);
-    add_uint(b, "read_hits", s->cache_read_hits);
-    add_uint(b, "read_misses", s->cache_read_misses);
-    json_builder_end_object(b);
-
     json_builder_set_member_name(b, "config");
     json_builder_begin_object(b);
     for (size_t i = 0; i < nh_config_nkeys(); i++) {
@@ -186,28 +255,104 @@ char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
         g_free(v);
     }
     json_builder_end_object(b);
+}
 
-    json_builder_set_member_name(b, "geometry");
+static void add_policy(JsonBuilder *b, const char *key, const NhStat *st, const uint64_t *v,
+                       const NhConfig *cfg)
+{
+    switch (st->kind) {
+    case NH_STAT_COUNT:
+        add_uint(b, key, *v);
+        break;
+    case NH_STAT_MILLI:
+        add_double(b, key, ((double)*v + st->bias) / 1000.0);
+        break;
+    case NH_STAT_ARRAY:
+        json_builder_set_member_name(b, key);
+        json_builder_begin_object(b);
+        for (uint32_t i = 0; i < st->n; i++) {
+            char name[32];
+            if (st->element(cfg, i, name, sizeof(name))) {
+                add_uint(b, name, v[i]);
+            }
+        }
+        json_builder_end_object(b);
+        break;
+    }
+}
+
+static void add_entry(JsonBuilder *b, const NhStatsEntry *e, const char *key, const Ctx *c)
+{
+    const char *field = (const char *)c->s + e->offset;
+
+    switch (e->how) {
+    case NH_ENTRY_COUNTER:
+        add_uint(b, key, *(const uint64_t *)(const void *)field);
+        break;
+    case NH_ENTRY_HIST:
+        add_hist(b, key, (const NhHist *)(const void *)field);
+        break;
+    case NH_ENTRY_POLICY:
+        add_policy(b, key, e->stat, &c->s->policy[e->offset], c->cfg);
+        break;
+    case NH_ENTRY_DERIVED:
+        add_uint(b, key, e->derive(c));
+        break;
+    case NH_ENTRY_DERIVED_DOUBLE:
+        add_double(b, key, e->derive_double(c));
+        break;
+    case NH_ENTRY_CONFIG:
+        add_config(b, c->cfg);
+        break;
+    }
+}
+
+/* Keep open exactly the objects of @path's parents: close what differs, open what is new.
+ * "" closes them all. */
+static const char *nest(JsonBuilder *b, GPtrArray *open, const char *path)
+{
+    char **parts = g_strsplit(path, ".", -1);
+    guint depth = *path ? g_strv_length(parts) - 1 : 0, same = 0;
+    const char *leaf = strrchr(path, '.') ? strrchr(path, '.') + 1 : path;
+
+    while (same < open->len && same < depth && !strcmp(open->pdata[same], parts[same])) {
+        same++;
+    }
+    while (open->len > same) {
+        json_builder_end_object(b);
+        g_ptr_array_remove_index(open, open->len - 1);
+    }
+    for (guint i = same; i < depth; i++) {
+        json_builder_set_member_name(b, parts[i]);
+        json_builder_begin_object(b);
+        g_ptr_array_add(open, g_strdup(parts[i]));
+    }
+    g_strfreev(parts);
+    return leaf;
+}
+
+char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
+                    uint64_t capacity, uint64_t logical_bytes, bool pretty)
+{
+    Ctx c = { s, cfg, nand, capacity, logical_bytes, 0, 0, 0.0 };
+    JsonBuilder *b = json_builder_new();
+    GPtrArray *open = g_ptr_array_new_with_free_func(g_free);
+    JsonGenerator *gen;
+    JsonNode *root;
+    size_t n;
+    const NhStatsEntry *t = nh_stats_table(&n);
+    char *out;
+
+    nh_nand_wear(nand, &c.wmin, &c.wmax, &c.wmean);
     json_builder_begin_object(b);
-    add_uint(b, "capacity_bytes", capacity);
-    add_uint(b, "logical_bytes", logical_bytes);
-    add_uint(b, "physical_bytes", nand->g.npages * nand->g.page_size);
-    add_uint(b, "parallel_units", nand->g.npu);
-    add_uint(b, "blocks_total", nand->g.nblocks);
-    add_uint(b, "blocks_per_plane", nand->g.blocks);
-    /* beyond the plane's share of the logical space, as blocks=auto counts them */
-    add_uint(b, "spare_blocks_per_plane",
-             nand->g.blocks - ((capacity + nand->g.page_size - 1) / nand->g.page_size +
-                               (uint64_t)nand->g.pages * nand->g.npu - 1) /
-                              ((uint64_t)nand->g.pages * nand->g.npu));
-    add_uint(b, "pages_total", nand->g.npages);
-    add_uint(b, "t_read_ns", nand->t.t_read);
-    add_uint(b, "t_prog_ns", nand->t.t_prog);
-    add_uint(b, "t_erase_ns", nand->t.t_erase);
-    add_uint(b, "t_xfer_ns", nand->t.t_xfer);
+    for (size_t i = 0; i < n; i++) {
+        if (nh_stats_entry_shown(&t[i], cfg)) {
+            add_entry(b, &t[i], nest(b, open, t[i].path), &c);
+        }
+    }
+    nest(b, open, "");
     json_builder_end_object(b);
-
-    json_builder_end_object(b);
+    g_ptr_array_unref(open);
 
     root = json_builder_get_root(b);
     gen = json_generator_new();

@@ -436,53 +436,11 @@ void nh_blocks_destroy(NhBlocks *b)
 
 /* ------------------------------------------------------------------ persistence */
 
-void nh_put32(GByteArray *o, uint32_t v)
-{
-    uint32_t le = GUINT32_TO_LE(v);
-    g_byte_array_append(o, (const guint8 *)&le, 4);
-}
-
-void nh_put64(GByteArray *o, uint64_t v)
-{
-    uint64_t le = GUINT64_TO_LE(v);
-    g_byte_array_append(o, (const guint8 *)&le, 8);
-}
-
-bool nh_get32(NhReader *r, uint32_t *v)
-{
-    uint32_t le;
-    if (r->end - r->p < 4) {
-        return false;
-    }
-    memcpy(&le, r->p, 4);
-    r->p += 4;
-    *v = GUINT32_FROM_LE(le);
-    return true;
-}
-
-bool nh_get64(NhReader *r, uint64_t *v)
-{
-    uint64_t le;
-    if (r->end - r->p < 8) {
-        return false;
-    }
-    memcpy(&le, r->p, 8);
-    r->p += 8;
-    *v = GUINT64_FROM_LE(le);
-    return true;
-}
-
 bool nh_blocks_corrupt(const NhBlocks *b, GError **errp, const char *what)
 {
     g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "state file: %s FTL section is damaged (%s)",
                 b->env.cfg->ftl, what);
     return false;
-}
-
-static void set_count(GByteArray *o, guint pos, uint64_t count)
-{
-    count = GUINT64_TO_LE(count);
-    memcpy(o->data + pos, &count, 8);
 }
 
 /*
@@ -499,8 +457,7 @@ void nh_blocks_save(const NhBlocks *b, GByteArray *o)
             nh_put32(o, b->pu[i].open[f]);
         }
     }
-    pos = o->len;
-    nh_put64(o, 0);
+    pos = nh_reserve64(o);
     for (uint64_t k = 0; k < nblocks; k++) {
         if (b->blk[k].state != NH_BLK_FREE) {
             nh_put32(o, (uint32_t)k);
@@ -509,7 +466,7 @@ void nh_blocks_save(const NhBlocks *b, GByteArray *o)
             count++;
         }
     }
-    set_count(o, pos, count);
+    nh_patch64(o, pos, count);
 }
 
 bool nh_blocks_load(NhBlocks *b, NhReader *r, GError **errp)
@@ -560,10 +517,9 @@ bool nh_blocks_load(NhBlocks *b, NhReader *r, GError **errp)
 
 void nh_map_save(GByteArray *o, const uint32_t *fwd, const uint64_t *touched, uint64_t n)
 {
-    guint pos = o->len;
+    guint pos = nh_reserve64(o);
     uint64_t count = 0;
 
-    nh_put64(o, 0);
     for (uint64_t c = 0; c <= (n >> NH_CHUNK_SHIFT); c++) {
         uint64_t i, end;
         if (touched && !(touched[c >> 6] & (1ull << (c & 63)))) {
@@ -588,7 +544,7 @@ void nh_map_save(GByteArray *o, const uint32_t *fwd, const uint64_t *touched, ui
             i += len;
         }
     }
-    set_count(o, pos, count);
+    nh_patch64(o, pos, count);
 }
 
 bool nh_map_load(NhBlocks *b, NhReader *r, uint32_t *fwd, uint64_t *touched, uint64_t n,

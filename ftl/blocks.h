@@ -23,6 +23,7 @@
 #define NH_BLOCKS_H
 
 #include "ftl.h"
+#include "record.h"
 
 #define NH_NONE UINT32_MAX
 #define NH_MAX_FRONT 4
@@ -135,14 +136,6 @@ char *nh_map_check(NhBlocks *b, const uint32_t *fwd, uint64_t n, uint8_t kind, c
 
 /* ------------------------------------------------------------------ state file helpers */
 
-typedef struct NhReader {
-    const guint8 *p, *end;
-} NhReader;
-
-void nh_put32(GByteArray *o, uint32_t v);
-void nh_put64(GByteArray *o, uint64_t v);
-bool nh_get32(NhReader *r, uint32_t *v);
-bool nh_get64(NhReader *r, uint64_t *v);
 /* Sets *errp to "state file: <ftl> FTL section is damaged (<what>)"; returns false. */
 bool nh_blocks_corrupt(const NhBlocks *b, GError **errp, const char *what);
 

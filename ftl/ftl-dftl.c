@@ -62,6 +62,16 @@ typedef struct Dftl {
     uint32_t   hmask;
 } Dftl;
 
+/* DFTL's own counters (docs/statistics.md), in env.counters */
+enum { CMT_HITS, CMT_MISSES, TP_READS, TP_WRITES };
+static const NhStat dftl_counters[] = {
+    [CMT_HITS] = { "ftl.cmt.hits" },
+    [CMT_MISSES] = { "ftl.cmt.misses" },
+    [TP_READS] = { "ftl.translation_page_reads" },
+    [TP_WRITES] = { "ftl.translation_page_writes" },
+    { NULL },
+};
+
 /* ------------------------------------------------------------------ CMT */
 
 static inline uint32_t hslot(const Dftl *f, uint32_t lpn)
@@ -169,11 +179,11 @@ static uint64_t write_tpage(Dftl *f, uint32_t tv, uint32_t pu, uint64_t start)
 
     if (old1) {
         t = nh_nand_read(f->b.nand, old1 - 1, start);
-        f->b.st->ftl_translation_page_reads++;
+        f->env.counters[TP_READS]++;
         nh_blocks_invalidate(&f->b, old1 - 1);
     }
     t = nh_nand_program(f->b.nand, ppn, t);
-    f->b.st->ftl_translation_page_writes++;
+    f->env.counters[TP_WRITES]++;
     f->gtd[tv] = ppn + 1;
     nh_blocks_map(&f->b, tv, ppn);
     for (uint32_t i = f->dhead[tv]; i != NH_NONE; i = f->e[i].tnext) {
@@ -190,7 +200,7 @@ static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
     uint64_t t = now;
 
     if (i != NH_NONE) {
-        f->b.st->ftl_cmt_hits++;
+        f->env.counters[CMT_HITS]++;
         if (f->lru_head != i) {
             lru_unlink(f, i);
             lru_push_head(f, i);
@@ -198,7 +208,7 @@ static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
         *idx = i;
         return now;
     }
-    f->b.st->ftl_cmt_misses++;
+    f->env.counters[CMT_MISSES]++;
     if (f->count == f->cap) {
         i = f->lru_tail;
         if (f->e[i].dirty) {    /* the write-back cleans it, and so unlinks it */
@@ -211,7 +221,7 @@ static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
     }
     if (f->gtd[tv]) {
         t = nh_nand_read(f->b.nand, f->gtd[tv] - 1, t);
-        f->b.st->ftl_translation_page_reads++;
+        f->env.counters[TP_READS]++;
     }
     f->e[i] = (Entry){ .lpn = lpn };
     hash_insert(f, i);
@@ -607,6 +617,7 @@ static char *dftl_check(void *opaque)
 }
 
 const NhFtlOps nh_ftl_dftl_ops = {
+    .counters = dftl_counters,
     .name = "dftl",
     .create = dftl_create,
     .destroy = dftl_destroy,

@@ -27,6 +27,7 @@ typedef struct NhFtlEnv {
     NhNand   *nand;
     NhStats  *stats;
     uint64_t  lpages;       /* logical pages in the space */
+    uint64_t *counters;     /* the FTL's own counters, in the order of NhFtlOps.counters */
 } NhFtlEnv;
 
 typedef struct NhFtlWrite {
@@ -49,6 +50,8 @@ typedef struct NhFtlOps {
     uint32_t features;          /* NhFtlFeature */
     /* the FTL's own keys, ended by an entry without a name; NULL = none (config.h) */
     const NhConfigKey *keys;
+    /* the FTL's own counters, ended by an entry without a path; NULL = none (stats.h) */
+    const NhStat *counters;
     void *(*create)(const NhFtlEnv *env, GError **errp);
     void (*destroy)(void *ftl);
     uint64_t (*read)(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);

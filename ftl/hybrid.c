@@ -4,6 +4,7 @@
  * ftl-sast.c).
  */
 #include "hybrid.h"
+#include "record.h"
 #include "block-heap.h"
 #include "mem.h"
 
@@ -484,55 +485,35 @@ HyFtl *hy_new(const NhFtlEnv *env, HyPlaceFn place, uint32_t nsets, uint32_t cap
  * u64 count, then mapping runs (lpn, ppn, len) of consecutive logical pages in consecutive
  * physical pages.
  */
-static void put32(GByteArray *o, uint32_t v)
-{
-    uint32_t le = GUINT32_TO_LE(v);
-    g_byte_array_append(o, (const guint8 *)&le, 4);
-}
-
-static void put64(GByteArray *o, uint64_t v)
-{
-    uint64_t le = GUINT64_TO_LE(v);
-    g_byte_array_append(o, (const guint8 *)&le, 8);
-}
-
-static void patch64(GByteArray *o, guint pos, uint64_t v)
-{
-    v = GUINT64_TO_LE(v);
-    memcpy(o->data + pos, &v, 8);
-}
-
 void hy_save(void *opaque, GByteArray *o)
 {
     HyFtl *h = opaque;
     uint64_t n = 0;
     guint pos;
 
-    put32(o, h->max_log);
-    put32(o, h->nsets);
-    put32(o, h->sets[0].cap);
-    put32(o, h->sets[h->nsets - 1].cap);
-    put64(o, h->nlog);
+    nh_put32(o, h->max_log);
+    nh_put32(o, h->nsets);
+    nh_put32(o, h->sets[0].cap);
+    nh_put32(o, h->sets[h->nsets - 1].cap);
+    nh_put64(o, h->nlog);
     for (uint32_t b = h->log_head; b != HY_NONE; b = h->blk[b].next) {
-        put32(o, b);
-        put32(o, h->blk[b].set);
-        put32(o, h->blk[b].wp);
-        put32(o, h->blk[b].lbn);
+        nh_put32(o, b);
+        nh_put32(o, h->blk[b].set);
+        nh_put32(o, h->blk[b].wp);
+        nh_put32(o, h->blk[b].lbn);
     }
-    pos = o->len;
-    put64(o, 0);
+    pos = nh_reserve64(o);
     for (uint64_t b = 0; b < h->nblocks; b++) {
         if (h->blk[b].state == HY_DATA) {
-            put32(o, (uint32_t)b);
-            put32(o, h->blk[b].wp);
-            put32(o, h->blk[b].lbn);
+            nh_put32(o, (uint32_t)b);
+            nh_put32(o, h->blk[b].wp);
+            nh_put32(o, h->blk[b].lbn);
             n++;
         }
     }
-    patch64(o, pos, n);
-    pos = o->len;
+    nh_patch64(o, pos, n);
+    pos = nh_reserve64(o);
     n = 0;
-    put64(o, 0);
     for (uint64_t b = 0; b < h->nblocks; b++) {
         uint32_t base = (uint32_t)b * h->pages;
         for (uint32_t i = 0; h->blk[b].state != HY_FREE && i < h->blk[b].wp;) {
@@ -544,42 +525,14 @@ void hy_save(void *opaque, GByteArray *o)
             while (i + len < h->blk[b].wp && h->p2l[base + i + len] == lpn1 + len) {
                 len++;
             }
-            put32(o, lpn1 - 1);
-            put32(o, base + i);
-            put32(o, len);
+            nh_put32(o, lpn1 - 1);
+            nh_put32(o, base + i);
+            nh_put32(o, len);
             n++;
             i += len;
         }
     }
-    patch64(o, pos, n);
-}
-
-typedef struct Reader {
-    const guint8 *p, *end;
-} Reader;
-
-static bool get32(Reader *r, uint32_t *v)
-{
-    uint32_t le;
-    if (r->end - r->p < 4) {
-        return false;
-    }
-    memcpy(&le, r->p, 4);
-    r->p += 4;
-    *v = GUINT32_FROM_LE(le);
-    return true;
-}
-
-static bool get64(Reader *r, uint64_t *v)
-{
-    uint64_t le;
-    if (r->end - r->p < 8) {
-        return false;
-    }
-    memcpy(&le, r->p, 8);
-    r->p += 8;
-    *v = GUINT64_FROM_LE(le);
-    return true;
+    nh_patch64(o, pos, n);
 }
 
 static bool corrupt(GError **errp, const char *what)
@@ -601,11 +554,11 @@ static bool misplaced(const HyFtl *h, uint64_t lpn, uint32_t ppn)
 bool hy_load(void *opaque, const guint8 *data, size_t len, GError **errp)
 {
     HyFtl *h = opaque;
-    Reader r = { data, data + len };
+    NhReader r = { data, data + len };
     uint32_t max_log, nsets, cap0, cap1;
     uint64_t n;
 
-    if (!get32(&r, &max_log) || !get32(&r, &nsets) || !get32(&r, &cap0) || !get32(&r, &cap1)) {
+    if (!nh_get32(&r, &max_log) || !nh_get32(&r, &nsets) || !nh_get32(&r, &cap0) || !nh_get32(&r, &cap1)) {
         return corrupt(errp, "truncated header");
     }
     if (max_log != h->max_log || nsets != h->nsets || cap0 != h->sets[0].cap ||
@@ -617,12 +570,12 @@ bool hy_load(void *opaque, const guint8 *data, size_t len, GError **errp)
                     h->sets[0].cap, h->sets[h->nsets - 1].cap);
         return false;
     }
-    if (!get64(&r, &n) || n > h->max_log) {
+    if (!nh_get64(&r, &n) || n > h->max_log) {
         return corrupt(errp, "log block count");
     }
     for (uint64_t i = 0; i < n; i++) {
         uint32_t b, set, wp, lbn;
-        if (!get32(&r, &b) || !get32(&r, &set) || !get32(&r, &wp) || !get32(&r, &lbn)) {
+        if (!nh_get32(&r, &b) || !nh_get32(&r, &set) || !nh_get32(&r, &wp) || !nh_get32(&r, &lbn)) {
             return corrupt(errp, "truncated log block list");
         }
         if (b >= h->nblocks || h->blk[b].state != HY_FREE || set >= h->nsets || wp > h->pages ||
@@ -632,12 +585,12 @@ bool hy_load(void *opaque, const guint8 *data, size_t len, GError **errp)
         h->blk[b] = (HyBlock){ .wp = wp, .lbn = lbn };
         log_link(h, b, set);
     }
-    if (!get64(&r, &n) || n > h->nlb) {
+    if (!nh_get64(&r, &n) || n > h->nlb) {
         return corrupt(errp, "data block count");
     }
     for (uint64_t i = 0; i < n; i++) {
         uint32_t b, wp, lbn;
-        if (!get32(&r, &b) || !get32(&r, &wp) || !get32(&r, &lbn)) {
+        if (!nh_get32(&r, &b) || !nh_get32(&r, &wp) || !nh_get32(&r, &lbn)) {
             return corrupt(errp, "truncated data block list");
         }
         if (b >= h->nblocks || h->blk[b].state != HY_FREE || wp > h->pages || lbn >= h->nlb ||
@@ -649,12 +602,12 @@ bool hy_load(void *opaque, const guint8 *data, size_t len, GError **errp)
                                .snext = HY_NONE };
         h->dmap[lbn] = b + 1;
     }
-    if (!get64(&r, &n)) {
+    if (!nh_get64(&r, &n)) {
         return corrupt(errp, "run count");
     }
     for (uint64_t i = 0; i < n; i++) {
         uint32_t lpn, ppn, cnt;
-        if (!get32(&r, &lpn) || !get32(&r, &ppn) || !get32(&r, &cnt)) {
+        if (!nh_get32(&r, &lpn) || !nh_get32(&r, &ppn) || !nh_get32(&r, &cnt)) {
             return corrupt(errp, "truncated mapping");
         }
         if (!cnt || (uint64_t)lpn + cnt > h->env.lpages ||

@@ -28,6 +28,13 @@ typedef struct NhHist {
     uint64_t bucket[NH_HIST_BUCKETS];
 } NhHist;
 
+/* Room for every policy's own counters together (the engine asserts that they fit). */
+#define NH_STATS_POLICY_SLOTS 32
+
+/*
+ * The counters every device has.  The JSON key of each is its entry in the engine's statistics
+ * table (engine/stats.c), which also names it in the state file.
+ */
 typedef struct NhStats {
     uint64_t host_read_cmds;            /* host.read_cmds */
     uint64_t host_write_cmds;           /* host.write_cmds */
@@ -40,19 +47,24 @@ typedef struct NhStats {
     uint64_t nand_page_reads;           /* nand.page_reads */
     uint64_t nand_page_programs;        /* nand.page_programs */
     uint64_t nand_block_erases;         /* nand.block_erases */
+    uint64_t nand_program_ops;          /* nand.program_ops: tPROGs (multi-plane, one-shot) */
+    uint64_t nand_read_ops;             /* nand.read_ops: tRs (multi-plane reads) */
     uint64_t ftl_gc_page_copies;        /* ftl.gc_page_copies */
     uint64_t ftl_gc_blocks;             /* ftl.gc_blocks */
     uint64_t ftl_gc_foreground_blocks;  /* ftl.gc_foreground_blocks */
     uint64_t ftl_wl_page_copies;        /* ftl.wl_page_copies */
     uint64_t ftl_wl_blocks;             /* ftl.wl_blocks */
     uint64_t ftl_rmw_reads;             /* ftl.rmw_reads */
+    /* the stripe-merge and one-shot features (NH_FTL_STRIPE_MERGE, NH_FTL_ONE_SHOT) */
+    uint64_t ftl_stripe_merges;         /* ftl.stripe_merges: full stripes programmed */
+    uint64_t ftl_stripe_partial;        /* ftl.stripe_partial: partial stripes forced out */
+    uint64_t ftl_stripe_pages;          /* ftl.stripe_pages: staged pages programmed */
+    uint64_t ftl_stripe_overwrites;     /* ftl.stripe_overwrites: staged pages rewritten */
+    uint64_t ftl_stripe_padding;        /* ftl.stripe_padding: one-shot word-line fill pages */
+    /* log blocks (bast, fast, sast; lbuf's meta-simulation models them) */
     uint64_t ftl_merges_switch;         /* ftl.merges.switch */
     uint64_t ftl_merges_partial;        /* ftl.merges.partial */
     uint64_t ftl_merges_full;           /* ftl.merges.full */
-    uint64_t ftl_cmt_hits;              /* ftl.cmt.hits */
-    uint64_t ftl_cmt_misses;            /* ftl.cmt.misses */
-    uint64_t ftl_translation_page_reads;  /* ftl.translation_page_reads */
-    uint64_t ftl_translation_page_writes; /* ftl.translation_page_writes */
     /* write buffer and read cache (buffers/); all pages are flash pages */
     uint64_t buf_write_hits;            /* buffer.write_hits: pages written that were dirty */
     uint64_t buf_read_hits;             /* buffer.read_hits: pages read from the write buffer */
@@ -63,28 +75,39 @@ typedef struct NhStats {
     uint64_t buf_metadata_bytes;        /* buffer.metadata_bytes: peak, buffer and cache */
     uint64_t cache_read_hits;           /* cache.read_hits */
     uint64_t cache_read_misses;         /* cache.read_misses */
-    uint64_t lbuf_sessions;             /* buffer.lbuf.sessions */
-    uint64_t lbuf_alpha_sessions[9];    /* buffer.lbuf.alpha_sessions: sessions per instance */
-    uint64_t lbuf_alpha_milli;          /* buffer.lbuf.alpha: (alpha in force + 1) * 1000 */
-    uint64_t lbuf_lambda_milli;         /* buffer.lbuf.lambda: lambda in force * 1000 */
-    uint64_t lbuf_sim_bytes;            /* buffer.lbuf.sim_bytes: peak meta-simulation memory */
     NhHist   buf_destage_len;           /* buffer.destage_length: pages per destage */
     NhHist   lat_read;                  /* latency_ns.read */
     NhHist   lat_write;                 /* latency_ns.write */
-    /* Added after the histograms so that a state file's counter section from before them is a
-     * prefix of this one (state.c loads it with these at 0). */
-    uint64_t nand_program_ops;          /* nand.program_ops: tPROGs (multi-plane, one-shot) */
-    uint64_t nand_read_ops;             /* nand.read_ops: tRs (multi-plane reads) */
-    uint64_t ftl_stripe_merges;         /* ftl.stripe_merges: full stripes programmed */
-    uint64_t ftl_stripe_partial;        /* ftl.stripe_partial: partial stripes forced out */
-    uint64_t ftl_stripe_pages;          /* ftl.stripe_pages: staged pages programmed */
-    uint64_t ftl_stripe_overwrites;     /* ftl.stripe_overwrites: staged pages rewritten */
-    uint64_t ftl_stripe_padding;        /* ftl.stripe_padding: one-shot word-line fill pages */
+    /* the policies' own counters (NhStat tables in their ops), one slot each */
+    uint64_t policy[NH_STATS_POLICY_SLOTS];
 } NhStats;
 
-/* Words of NhStats up to lat_write: the counter section of every state file written before
- * nand_program_ops was added. */
-#define NH_STATS_V1_WORDS (offsetof(NhStats, nand_program_ops) / 8)
+/*
+ * One entry of a policy's counter table (NhFtlOps.counters, NhBufPolicy.counters; ended by an
+ * entry without a path).  The engine lists them in the statistics document and saves them in
+ * the state file by path; the policy finds them, in its table's order, at the counters pointer
+ * of its environment.
+ */
+typedef enum NhStatKind {
+    NH_STAT_COUNT,          /* a counter */
+    NH_STAT_MILLI,          /* a gauge in thousandths, printed as (value + bias) / 1000 */
+    NH_STAT_ARRAY,          /* n counters, printed as an object keyed by the element hook */
+} NhStatKind;
+
+typedef struct NhStat {
+    const char *path;       /* the JSON key below the document's root, dot separated */
+    NhStatKind  kind;
+    uint32_t    n;          /* NH_STAT_ARRAY: slots */
+    int32_t     bias;       /* NH_STAT_MILLI */
+    /* NH_STAT_ARRAY: the key of element @i in @key, or false when it is not shown */
+    bool (*element)(const NhConfig *cfg, uint32_t i, char *key, size_t len);
+} NhStat;
+
+/* Slots a counter takes. */
+static inline uint32_t nh_stat_slots(const NhStat *st)
+{
+    return st->kind == NH_STAT_ARRAY ? st->n : 1;
+}
 
 static inline unsigned nh_hist_index(uint64_t v)
 {

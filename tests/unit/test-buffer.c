@@ -67,6 +67,7 @@ static void rec_destaged(void *ctx, uint64_t lpn, bool dirty)
 typedef struct Fix {
     NhConfig cfg;
     NhStats  st;
+    uint64_t ctr[NH_STATS_POLICY_SLOTS];    /* the policy's own counters */
     Rec      rec;
     NhBuf   *b;
 } Fix;
@@ -93,6 +94,7 @@ static Fix *fix_new(const char *conf, uint64_t lpages)
         .lpages = lpages,
         .log_blocks = 8,
         .t_read = 25000, .t_prog = 200000, .t_erase = 1500000,
+        .counters = f->ctr,
     };
     f->b = nh_buf_new(&env);
     f->rec.b = f->b;
@@ -329,8 +331,8 @@ static void test_lbuf_alpha_auto_tunes(void)
     }
     for (guint i = 0; i < 3; i++) {
         g_test_message("alpha %d won %" G_GUINT64_FORMAT " sessions", (int)i - 1,
-                       f->st.lbuf_alpha_sessions[i]);
-        winners += f->st.lbuf_alpha_sessions[i] > 0;
+                       f->ctr[LB_ALPHA_SESSIONS + i]);
+        winners += f->ctr[LB_ALPHA_SESSIONS + i] > 0;
     }
     g_assert_cmpuint(winners, >=, 2);
     g_rand_free(r);
@@ -341,11 +343,11 @@ static void test_lbuf_alpha_auto_tunes(void)
     for (uint64_t i = 0; i < 6400; i++) {
         wr(f, i * 7 % (1 << 16), 1, 0, now++);
     }
-    g_assert_cmpuint(f->st.lbuf_sessions, ==, 99);
-    g_assert_cmpuint(f->st.lbuf_alpha_sessions[0] + f->st.lbuf_alpha_sessions[1] +
-                     f->st.lbuf_alpha_sessions[2], ==, 0);
-    g_assert_cmpuint(f->st.lbuf_alpha_milli, ==, 1500);
-    g_assert_cmpuint(f->st.lbuf_sim_bytes, ==, 0);
+    g_assert_cmpuint(f->ctr[LB_SESSIONS], ==, 99);
+    g_assert_cmpuint(f->ctr[LB_ALPHA_SESSIONS + 0] + f->ctr[LB_ALPHA_SESSIONS + 1] +
+                     f->ctr[LB_ALPHA_SESSIONS + 2], ==, 0);
+    g_assert_cmpuint(f->ctr[LB_ALPHA], ==, 1500);
+    g_assert_cmpuint(f->ctr[LB_SIM_BYTES], ==, 0);
     fix_free(f);
 }
 
@@ -530,7 +532,7 @@ static void lbuf_lambda_run(const char *ftl, const char *alpha, uint64_t *lambda
             nh_engine_stats_reset(e);   /* measure the second half only */
         }
     }
-    *lambda_milli = e->stats.lbuf_lambda_milli;
+    *lambda_milli = nh_stats_policy_counters(&e->stats, nh_buf_lbuf.counters)[LB_LAMBDA];
     *pads = e->stats.buf_padding_reads;
     *gc = e->stats.ftl_gc_page_copies + e->stats.ftl_gc_blocks;
     g_rand_free(r);

@@ -1,0 +1,94 @@
+/* The statistics table against docs/statistics.md: every key documented, every documented key
+ * present. */
+#include "unit.h"
+#include "engine-priv.h"
+
+#include <json-glib/json-glib.h>
+
+/* The backquoted names in the first column of every table row of @md. */
+static GHashTable *documented_keys(const char *md)
+{
+    GHashTable *keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    char **lines = g_strsplit(md, "\n", -1);
+
+    for (char **l = lines; *l; l++) {
+        const char *cell, *end;
+        if (!g_str_has_prefix(*l, "| `")) {
+            continue;
+        }
+        cell = *l + 1;
+        end = strchr(cell, '|');
+        g_assert_nonnull(end);
+        for (const char *p = strchr(cell, '`'); p && p < end; p = strchr(p, '`')) {
+            const char *q = strchr(p + 1, '`');
+            g_assert_true(q && q < end);
+            g_hash_table_add(keys, g_strndup(p + 1, (gsize)(q - p - 1)));
+            p = q + 1;
+        }
+    }
+    g_strfreev(lines);
+    return keys;
+}
+
+static void test_documented(void)
+{
+    char *path = g_test_build_filename(G_TEST_DIST, "..", "..", "docs", "statistics.md", NULL);
+    char *md;
+    GHashTable *doc, *table = g_hash_table_new(g_str_hash, g_str_equal);
+    GHashTableIter it;
+    gpointer key;
+    size_t n;
+    const NhStatsEntry *t = nh_stats_table(&n);
+    GString *missing = g_string_new(NULL);
+
+    g_assert_true(g_file_get_contents(path, &md, NULL, NULL));
+    doc = documented_keys(md);
+    for (size_t i = 0; i < n; i++) {
+        g_hash_table_add(table, (gpointer)t[i].path);
+        if (!g_hash_table_contains(doc, t[i].path)) {
+            g_string_append_printf(missing, " undocumented: %s;", t[i].path);
+        }
+    }
+    g_hash_table_iter_init(&it, doc);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        if (!g_hash_table_contains(table, key)) {
+            g_string_append_printf(missing, " documented but absent: %s;", (char *)key);
+        }
+    }
+    g_assert_cmpstr(missing->str, ==, "");
+    g_string_free(missing, TRUE);
+    g_hash_table_unref(doc);
+    g_hash_table_unref(table);
+    g_free(md);
+    g_free(path);
+}
+
+/* Each entry's path is in the document (a shown one) as a member at that path. */
+static void test_table_is_document(void)
+{
+    NhEngine *e = unit_engine("buffer=lbuf,ftl=dftl", 1 << 30);
+    char *js = nh_engine_stats_json(e, false);
+    JsonParser *p = json_parser_new();
+    size_t n;
+    const NhStatsEntry *t = nh_stats_table(&n);
+
+    g_assert_true(json_parser_load_from_data(p, js, -1, NULL));
+    for (size_t i = 0; i < n; i++) {
+        char *expr = g_strconcat("$.", t[i].path, NULL);
+        JsonNode *hit = json_path_query(expr, json_parser_get_root(p), NULL);
+        g_assert_cmpuint(json_array_get_length(json_node_get_array(hit)), ==, 1);
+        json_node_unref(hit);
+        g_free(expr);
+    }
+    g_object_unref(p);
+    g_free(js);
+    nh_engine_free(e);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/stats/documented", test_documented);
+    g_test_add_func("/stats/table-is-document", test_table_is_document);
+    return g_test_run();
+}
