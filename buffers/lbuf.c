@@ -107,13 +107,13 @@ static bool alpha_session_key(const NhConfig *cfg, uint32_t i, char *key, size_t
 
 /* in slot order (LB_*) */
 static const NhStat lbuf_counters[] = {
-    { "buffer.lbuf.sessions" },
-    { "buffer.lbuf.alpha", NH_STAT_MILLI, .bias = -1000 },
-    { "buffer.lbuf.lambda", NH_STAT_MILLI },
-    { "buffer.lbuf.alpha_sessions", NH_STAT_ARRAY, .n = LB_SIM_BYTES - LB_ALPHA_SESSIONS,
-      .element = alpha_session_key },
-    { "buffer.lbuf.sim_bytes" },
-    { NULL },
+    { .path = "buffer.lbuf.sessions" },
+    { .path = "buffer.lbuf.alpha", .kind = NH_STAT_MILLI, .bias = -1000 },
+    { .path = "buffer.lbuf.lambda", .kind = NH_STAT_MILLI },
+    { .path = "buffer.lbuf.alpha_sessions", .kind = NH_STAT_ARRAY,
+      .n = LB_SIM_BYTES - LB_ALPHA_SESSIONS, .element = alpha_session_key },
+    { .path = "buffer.lbuf.sim_bytes" },
+    { .path = NULL },
 };
 
 static void *lbuf_create(NhBuf *b)

@@ -233,6 +233,30 @@ static bool scale(uint64_t v, uint64_t mult, uint64_t *out)
     return true;
 }
 
+bool nh_config_parse_size(const char *text, uint64_t *bytes)
+{
+    uint64_t v, mult;
+    const char *unit;
+
+    if (!parse_number(text, &v, &unit)) {
+        return false;
+    }
+    switch (g_ascii_toupper(*unit)) {
+    case '\0': mult = 1; break;
+    case 'K': mult = 1ull << 10; break;
+    case 'M': mult = 1ull << 20; break;
+    case 'G': mult = 1ull << 30; break;
+    case 'T': mult = 1ull << 40; break;
+    default: return false;
+    }
+    /* accept "4K" and "4KiB"/"4KB"; nothing else after the suffix */
+    if (*unit && strcmp(unit + 1, "") && g_ascii_strcasecmp(unit + 1, "iB") &&
+        g_ascii_strcasecmp(unit + 1, "B")) {
+        return false;
+    }
+    return scale(v, mult, bytes);
+}
+
 static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, GError **errp)
 {
     uint64_t v = 0, mult = 1;
@@ -268,24 +292,7 @@ static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, 
         }
         break;
     case NH_KEY_SIZE:
-        if (parse_number(value, &v, &unit)) {
-            switch (g_ascii_toupper(*unit)) {
-            case '\0': mult = 1; break;
-            case 'K': mult = 1ull << 10; break;
-            case 'M': mult = 1ull << 20; break;
-            case 'G': mult = 1ull << 30; break;
-            case 'T': mult = 1ull << 40; break;
-            default: unit = "?"; break;
-            }
-            /* accept "4K" and "4KiB"/"4KB"; nothing else after the suffix */
-            if (*unit && strcmp(unit + 1, "") && g_ascii_strcasecmp(unit + 1, "iB") &&
-                g_ascii_strcasecmp(unit + 1, "B")) {
-                unit = "?";
-            }
-        } else {
-            unit = "?";
-        }
-        if ((*unit == '?') || !scale(v, mult, &v)) {
+        if (!nh_config_parse_size(value, &v)) {
             g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                         "%s: '%s' is not a size (a number with an optional K, M, G or T suffix)",
                         k->name, value);

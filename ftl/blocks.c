@@ -10,7 +10,7 @@
  * fastest, then way, die and plane, so consecutive pages land on different buses.
  */
 #include "blocks.h"
-#include "block-heap.h"
+#include "nh-heap.h"
 #include "mem.h"
 
 #include <string.h>

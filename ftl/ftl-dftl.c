@@ -65,11 +65,11 @@ typedef struct Dftl {
 /* DFTL's own counters (docs/statistics.md), in env.counters */
 enum { CMT_HITS, CMT_MISSES, TP_READS, TP_WRITES };
 static const NhStat dftl_counters[] = {
-    [CMT_HITS] = { "ftl.cmt.hits" },
-    [CMT_MISSES] = { "ftl.cmt.misses" },
-    [TP_READS] = { "ftl.translation_page_reads" },
-    [TP_WRITES] = { "ftl.translation_page_writes" },
-    { NULL },
+    [CMT_HITS] = { .path = "ftl.cmt.hits" },
+    [CMT_MISSES] = { .path = "ftl.cmt.misses" },
+    [TP_READS] = { .path = "ftl.translation_page_reads" },
+    [TP_WRITES] = { .path = "ftl.translation_page_writes" },
+    { .path = NULL },
 };
 
 /* ------------------------------------------------------------------ CMT */

@@ -5,7 +5,7 @@
  */
 #include "hybrid.h"
 #include "record.h"
-#include "block-heap.h"
+#include "nh-heap.h"
 #include "mem.h"
 
 #include <string.h>

@@ -121,6 +121,10 @@ const NhConfigKey *nh_config_find(const char *key);
 uint64_t nh_config_uint(const NhConfig *cfg, const char *key);
 double nh_config_fraction(const NhConfig *cfg, const char *key);
 
+/* A size as size keys take it: a number (decimal or 0x hex) with an optional K, M, G or T suffix
+ * (powers of 1024, also as KiB or KB); false for anything else or an overflow. */
+bool nh_config_parse_size(const char *text, uint64_t *bytes);
+
 /* The page program time of @cell's preset in ns (what t-prog=auto means for it). */
 uint64_t nh_config_cell_t_prog(NhCell cell);
 

@@ -18,6 +18,7 @@
 #include <json-glib/json-glib.h>
 
 #include "engine.h"
+#include "nh-heap.h"
 #include "precondition.h"
 #include "trace.h"
 
@@ -53,67 +54,17 @@ static GOptionEntry entries[] = {
     { NULL }
 };
 
-static bool parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    uint64_t v = g_ascii_strtoull(s, &end, 10), mult = 1;
-
-    if (end == s) {
-        return false;
-    }
-    switch (g_ascii_toupper(*end)) {
-    case '\0': break;
-    case 'K': mult = 1ull << 10; end++; break;
-    case 'M': mult = 1ull << 20; end++; break;
-    case 'G': mult = 1ull << 30; end++; break;
-    case 'T': mult = 1ull << 40; end++; break;
-    default: return false;
-    }
-    if (*end || (v && mult > UINT64_MAX / v)) {
-        return false;
-    }
-    *out = v * mult;
-    return true;
-}
-
-/* Completion times of the requests in flight, a min-heap (closed loop). */
+/* The requests in flight (closed loop): each holds one of --qd slots, and the heap orders the
+ * slots by the completion time of their request. */
 typedef struct Inflight {
-    uint64_t *t;
-    int n;
+    uint64_t *done;     /* [qd] */
+    uint32_t *heap;     /* [qd] */
+    uint32_t  n;
 } Inflight;
 
-static void inflight_push(Inflight *h, uint64_t v)
+static uint64_t slot_done(const void *done, uint32_t slot)
 {
-    int i = h->n++;
-    while (i && h->t[(i - 1) / 2] > v) {
-        h->t[i] = h->t[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->t[i] = v;
-}
-
-static uint64_t inflight_pop(Inflight *h)
-{
-    uint64_t top = h->t[0], last = h->t[--h->n];
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= h->n) {
-            break;
-        }
-        if (c + 1 < h->n && h->t[c + 1] < h->t[c]) {
-            c++;
-        }
-        if (last <= h->t[c]) {
-            break;
-        }
-        h->t[i] = h->t[c];
-        i = c;
-    }
-    if (h->n) {
-        h->t[i] = last;
-    }
-    return top;
+    return ((const uint64_t *)done)[slot];
 }
 
 static JsonObject *obj(JsonObject *o, const char *path)
@@ -204,7 +155,8 @@ int main(int argc, char **argv)
     uint64_t nbad;
     const char *bad_line;
     char *first_bad;
-    Inflight inflight = { NULL, 0 };
+    Inflight inflight = { NULL, NULL, 0 };
+    uint32_t slot = 0;
     gint64 t0;
     char *stats;
     int r;
@@ -226,7 +178,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "nvme-hybrid-sim: --fill must be a fraction between 0 and 1\n");
         return 2;
     }
-    if (opt_capacity && (!parse_size(opt_capacity, &capacity) || !capacity)) {
+    if (opt_capacity && (!nh_config_parse_size(opt_capacity, &capacity) || !capacity)) {
         fprintf(stderr, "nvme-hybrid-sim: --capacity: '%s' is not a size\n", opt_capacity);
         return 2;
     }
@@ -272,7 +224,8 @@ int main(int argc, char **argv)
     }
 
     if (opt_qd) {
-        inflight.t = g_new(uint64_t, opt_qd);
+        inflight.done = g_new(uint64_t, opt_qd);
+        inflight.heap = g_new(uint32_t, opt_qd);
     }
     t0 = g_get_monotonic_time();
     for (uint64_t i = 0; i < nreq && nh_trace_next(tr, &rec, &err) > 0; i++) {
@@ -280,9 +233,10 @@ int main(int argc, char **argv)
         uint64_t done;
 
         if (opt_qd) {
-            if (inflight.n == opt_qd) {
-                uint64_t freed = inflight_pop(&inflight);   /* not inside MAX(): evaluated twice */
-                now = MAX(now, freed);
+            slot = inflight.n;
+            if (inflight.n == (uint32_t)opt_qd) {
+                slot = nh_heap_pop(inflight.heap, inflight.n--, slot_done, inflight.done);
+                now = MAX(now, inflight.done[slot]);
             }
         } else {
             if (i == 0) {
@@ -296,7 +250,8 @@ int main(int argc, char **argv)
             return fail(err);
         }
         if (opt_qd) {
-            inflight_push(&inflight, done);
+            inflight.done[slot] = done;
+            nh_heap_push(inflight.heap, inflight.n++, slot, slot_done, inflight.done);
         }
         end_time = MAX(end_time, done);
     }
@@ -314,7 +269,8 @@ int main(int argc, char **argv)
         }
     }
     g_free(stats);
-    g_free(inflight.t);
+    g_free(inflight.done);
+    g_free(inflight.heap);
     g_free(first_bad);
     nh_trace_close(tr);
     nh_engine_free(eng);

@@ -112,9 +112,9 @@ static void test_random_small_pool(gconstpointer props)
     NhEngine *e = run_random(props, 2 << 20, 60000, 6);
     g_test_message("%s: %" G_GUINT64_FORMAT " switch, %" G_GUINT64_FORMAT " partial, %"
                    G_GUINT64_FORMAT " full merges", (const char *)props,
-                   unit_stat(e, "merges", "switch"), unit_stat(e, "merges", "partial"),
-                   unit_stat(e, "merges", "full"));
-    g_assert_cmpuint(unit_stat(e, "merges", "full"), >, 1000);
+                   unit_stat(e, "ftl.merges", "switch"), unit_stat(e, "ftl.merges", "partial"),
+                   unit_stat(e, "ftl.merges", "full"));
+    g_assert_cmpuint(unit_stat(e, "ftl.merges", "full"), >, 1000);
     nh_engine_free(e);
 }
 

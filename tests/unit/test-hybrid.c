@@ -34,22 +34,6 @@ static void write_each(NhEngine *e, const uint64_t *lpns, size_t n)
     }
 }
 
-static uint64_t counter(NhEngine *e, const char *group, const char *key)
-{
-    char *js = nh_engine_stats_json(e, false);
-    char *g = g_strdup_printf("\"%s\":{", group), *k = g_strdup_printf("\"%s\":", key);
-    char *p = strstr(js, g), *q;
-    uint64_t v;
-    g_assert_nonnull(p);
-    q = strstr(p, k);
-    g_assert_nonnull(q);
-    v = g_ascii_strtoull(q + strlen(k), NULL, 10);
-    g_free(g);
-    g_free(k);
-    g_free(js);
-    return v;
-}
-
 typedef struct Expect {
     uint64_t sw, partial, full, copies, erases, programs, reads;
 } Expect;
@@ -57,14 +41,14 @@ typedef struct Expect {
 static void expect(NhEngine *e, Expect x)
 {
     unit_check(e);
-    g_assert_cmpuint(counter(e, "merges", "switch"), ==, x.sw);
-    g_assert_cmpuint(counter(e, "merges", "partial"), ==, x.partial);
-    g_assert_cmpuint(counter(e, "merges", "full"), ==, x.full);
-    g_assert_cmpuint(counter(e, "ftl", "gc_page_copies"), ==, x.copies);
-    g_assert_cmpuint(counter(e, "nand", "block_erases"), ==, x.erases);
-    g_assert_cmpuint(counter(e, "ftl", "gc_blocks"), ==, x.erases);   /* every erase is a merge's */
-    g_assert_cmpuint(counter(e, "nand", "page_programs"), ==, x.programs);
-    g_assert_cmpuint(counter(e, "nand", "page_reads"), ==, x.reads);
+    g_assert_cmpuint(unit_stat(e, "ftl.merges", "switch"), ==, x.sw);
+    g_assert_cmpuint(unit_stat(e, "ftl.merges", "partial"), ==, x.partial);
+    g_assert_cmpuint(unit_stat(e, "ftl.merges", "full"), ==, x.full);
+    g_assert_cmpuint(unit_stat(e, "ftl", "gc_page_copies"), ==, x.copies);
+    g_assert_cmpuint(unit_stat(e, "nand", "block_erases"), ==, x.erases);
+    g_assert_cmpuint(unit_stat(e, "ftl", "gc_blocks"), ==, x.erases);   /* every erase is a merge's */
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, x.programs);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_reads"), ==, x.reads);
 }
 
 /* 8 pages per block, 16 logical blocks */
@@ -243,7 +227,7 @@ static void test_read_behind_merge(void)
     write_each(e, seq, G_N_ELEMENTS(seq));
     g_assert_cmpuint(submit(e, NH_OP_READ, 15, 1, IDLE) - IDLE, ==, 25000 + 5120);
     submit(e, NH_OP_WRITE, 3, 1, 2 * IDLE);
-    g_assert_cmpuint(counter(e, "merges", "full"), ==, 3);
+    g_assert_cmpuint(unit_stat(e, "ftl.merges", "full"), ==, 3);
     g_assert_cmpuint(submit(e, NH_OP_READ, 15, 1, 2 * IDLE) - 2 * IDLE, ==,
                      12 * 235240 + 4 * 10000000ull + 205120 + 30120);
     nh_engine_free(e);
@@ -282,8 +266,9 @@ static void test_save_load(gconstpointer ftl)
         g_assert_cmpint(nh_engine_is_mapped(a, p * PS), ==, nh_engine_is_mapped(b, p * PS));
     }
     /* merge decisions depend only on saved state (free-block choice aside) */
-    g_assert_cmpuint(counter(a, "merges", "full"), ==, counter(b, "merges", "full"));
-    g_assert_cmpuint(counter(a, "ftl", "gc_page_copies"), ==, counter(b, "ftl", "gc_page_copies"));
+    g_assert_cmpuint(unit_stat(a, "ftl.merges", "full"), ==, unit_stat(b, "ftl.merges", "full"));
+    g_assert_cmpuint(unit_stat(a, "ftl", "gc_page_copies"), ==,
+                     unit_stat(b, "ftl", "gc_page_copies"));
     g_unlink(path);
     g_rmdir(dir);
     g_free(path);

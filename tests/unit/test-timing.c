@@ -72,13 +72,10 @@ static void test_die_serialises(void)
     nh_engine_free(e);
 }
 
-static uint64_t counter(NhEngine *e, const char *key)
+static uint64_t counter(NhEngine *e, const char *path)
 {
     char *js = nh_engine_stats_json(e, false);
-    char *p = strstr(js, key);
-    uint64_t v;
-    g_assert_nonnull(p);
-    v = g_ascii_strtoull(p + strlen(key), NULL, 10);
+    uint64_t v = unit_json_uint(js, path);
     g_free(js);
     return v;
 }
@@ -93,9 +90,9 @@ static void test_read_behind_gc(void)
     submit(e, NH_OP_WRITE, 0, 1 << 20, 0);
     for (int i = 0; i < 20000 && !gc_wait; i++) {
         now += IDLE;    /* every request finds the die idle, except for GC booked just now */
-        blocks_before = counter(e, "\"gc_blocks\":");
+        blocks_before = counter(e, "ftl.gc_blocks");
         uint64_t t = submit(e, NH_OP_READ, 0, 4096, now) - now;
-        if (counter(e, "\"gc_blocks\":") > blocks_before) {
+        if (counter(e, "ftl.gc_blocks") > blocks_before) {
             gc_wait = t;
         } else {
             plain = t;
@@ -116,8 +113,8 @@ static void test_latency_zero(void)
     g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 8192, 100), ==, 100);
     g_assert_cmpuint(submit(e, NH_OP_READ, 0, 8192, IDLE), ==, IDLE);
     /* the model still ran: the histogram holds the modeled latency */
-    g_assert_cmpuint(counter(e, "\"page_programs\":"), ==, 2);
-    g_assert_cmpuint(counter(e, "\"max\":"), ==, 2 * (25000 + 5120));
+    g_assert_cmpuint(counter(e, "nand.page_programs"), ==, 2);
+    g_assert_cmpuint(counter(e, "latency_ns.read.max"), ==, 2 * (25000 + 5120));
     nh_engine_free(e);
 }
 

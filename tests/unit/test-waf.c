@@ -12,7 +12,7 @@
  * blocks and a few free ones out of its spare, so the test uses one plane with many blocks and
  * GC thresholds at their minimum, where that overhead is a few percent of the spare.
  */
-#include "engine.h"
+#include "unit.h"
 
 #include <math.h>
 #include <string.h>
@@ -31,13 +31,10 @@ static double lambert_w0(double z)
     return w;
 }
 
-static double counter(NhEngine *e, const char *key)
+static double counter(NhEngine *e, const char *path)
 {
     char *js = nh_engine_stats_json(e, false);
-    char *p = strstr(js, key);
-    double v;
-    g_assert_nonnull(p);
-    v = g_ascii_strtod(p + strlen(key), NULL);
+    double v = unit_json_number(js, path);
     g_free(js);
     return v;
 }
@@ -56,7 +53,7 @@ static void run(const char *props, double tolerance)
     g_assert_true(nh_config_parse(&c, props, &err));
     e = nh_engine_new(&c, capacity, &err);
     g_assert_no_error(err);
-    a = (double)(counter(e, "\"pages_total\":")) / (double)U;
+    a = (double)(counter(e, "geometry.pages_total")) / (double)U;
     expect = a / (a + lambert_w0(-a * exp(-a)));
 
     for (uint64_t p = 0; p < U; p++) {
@@ -73,7 +70,7 @@ static void run(const char *props, double tolerance)
             g_assert_true(nh_engine_submit(e, &q, now, &done, NULL));
         }
     }
-    waf = counter(e, "\"waf\":");
+    waf = counter(e, "waf");
     g_test_message("%s: physical/logical %.4f, WAF measured %.3f, analytical %.3f (%+.1f%%)",
                    props, a, waf, expect, 100 * (waf / expect - 1));
     g_assert_cmpfloat(fabs(waf / expect - 1), <, tolerance);
@@ -111,7 +108,7 @@ static NhEngine *default_device(uint64_t capacity, double *blocks_per_plane)
     nh_config_defaults(&c);
     e = nh_engine_new(&c, capacity, &err);
     g_assert_no_error(err);
-    *blocks_per_plane = counter(e, "\"blocks_per_plane\":");
+    *blocks_per_plane = counter(e, "geometry.blocks_per_plane");
     return e;
 }
 
@@ -142,10 +139,10 @@ static void test_default_seq(gconstpointer data)
     nh_engine_stats_reset(e);
     write_seq(e, capacity, &now);
     g_test_message("%" G_GUINT64_FORMAT " MiB, %.0f blocks per plane: WAF %.4f, %.0f copies",
-                   capacity >> 20, bpp, counter(e, "\"waf\":"),
-                   counter(e, "\"gc_page_copies\":"));
-    g_assert_cmpfloat(counter(e, "\"gc_page_copies\":"), ==, 0);
-    g_assert_cmpfloat(counter(e, "\"waf\":"), <, 1.001);
+                   capacity >> 20, bpp, counter(e, "waf"),
+                   counter(e, "ftl.gc_page_copies"));
+    g_assert_cmpfloat(counter(e, "ftl.gc_page_copies"), ==, 0);
+    g_assert_cmpfloat(counter(e, "waf"), <, 1.001);
     g_assert_true(nh_engine_check(e, NULL));
     nh_engine_free(e);
 }
@@ -181,7 +178,7 @@ static void test_default_random(gconstpointer data)
     }
     a = (bpp - 1 - 2.5) / data_blocks;
     expect = a / (a + lambert_w0(-a * exp(-a)));
-    waf = counter(e, "\"waf\":");
+    waf = counter(e, "waf");
     g_test_message("%" G_GUINT64_FORMAT " MiB, %.0f blocks per plane: a %.4f, WAF measured %.3f, "
                    "analytical %.3f (%+.1f%%)", capacity >> 20, bpp, a, waf, expect,
                    100 * (waf / expect - 1));

@@ -1,10 +1,11 @@
 /* unit.h - helpers every engine unit test uses: an engine from a property string, the full
- * consistency check, and one counter of the statistics document. */
+ * consistency check, and values of the statistics document (read with json-glib). */
 #ifndef NH_TEST_UNIT_H
 #define NH_TEST_UNIT_H
 
 #include <string.h>
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "engine.h"
 
@@ -31,21 +32,69 @@ static inline void unit_check(NhEngine *e)
     }
 }
 
-/* Counter @key of section @section of the statistics document (compact JSON). */
+/* The member at the dotted @path ("ftl.cmt.hits") of the JSON document @js; the test fails
+ * when there is none.  Caller frees with json_node_unref(). */
+static inline JsonNode *unit_json(const char *js, const char *path)
+{
+    JsonParser *p = json_parser_new();
+    char **parts = g_strsplit(path, ".", -1);
+    JsonNode *n;
+
+    g_assert_true(json_parser_load_from_data(p, js, -1, NULL));
+    n = json_parser_get_root(p);
+    for (char **k = parts; *k; k++) {
+        g_assert_true(JSON_NODE_HOLDS_OBJECT(n));
+        n = json_object_get_member(json_node_get_object(n), *k);
+        if (!n) {
+            g_error("no %s in the statistics document", path);
+        }
+    }
+    n = json_node_copy(n);
+    g_strfreev(parts);
+    g_object_unref(p);
+    return n;
+}
+
+/* The number at @path of @js (an integer or a double). */
+static inline double unit_json_number(const char *js, const char *path)
+{
+    JsonNode *n = unit_json(js, path);
+    double v = json_node_get_value_type(n) == G_TYPE_INT64 ? (double)json_node_get_int(n)
+                                                           : json_node_get_double(n);
+    json_node_unref(n);
+    return v;
+}
+
+/* The integer at @path of @js. */
+static inline uint64_t unit_json_uint(const char *js, const char *path)
+{
+    JsonNode *n = unit_json(js, path);
+    uint64_t v;
+
+    g_assert_true(json_node_get_value_type(n) == G_TYPE_INT64);
+    v = (uint64_t)json_node_get_int(n);
+    json_node_unref(n);
+    return v;
+}
+
+/* Are the members at @path of documents @a and @b equal? */
+static inline bool unit_json_same(const char *a, const char *b, const char *path)
+{
+    JsonNode *x = unit_json(a, path), *y = unit_json(b, path);
+    bool same = json_node_equal(x, y);
+    json_node_unref(x);
+    json_node_unref(y);
+    return same;
+}
+
+/* Counter @key of section @section (dotted: "ftl.cmt") of @e's statistics document. */
 static inline uint64_t unit_stat(NhEngine *e, const char *section, const char *key)
 {
     char *js = nh_engine_stats_json(e, false);
-    char *sec = g_strdup_printf("\"%s\":{", section);
-    char *k = g_strdup_printf("\"%s\":", key);
-    char *p = strstr(js, sec), *q;
-    uint64_t v;
+    char *path = g_strconcat(section, ".", key, NULL);
+    uint64_t v = unit_json_uint(js, path);
 
-    g_assert_nonnull(p);
-    q = strstr(p, k);
-    g_assert_nonnull(q);
-    v = g_ascii_strtoull(q + strlen(k), NULL, 10);
-    g_free(sec);
-    g_free(k);
+    g_free(path);
     g_free(js);
     return v;
 }
