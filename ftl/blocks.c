@@ -17,11 +17,10 @@
 
 /* ------------------------------------------------------------------ free-block heap */
 
-static inline uint32_t wear(const NhBlocks *b, uint32_t blk) { return b->nand->erase_count[blk]; }
 
 static uint64_t wear_key(const void *ctx, uint32_t blk)
 {
-    return wear(ctx, blk);
+    return nh_blocks_wear(ctx, blk);
 }
 
 static void heap_push(NhBlocks *b, NhPlane *p, uint32_t blk)
@@ -36,14 +35,9 @@ static uint32_t heap_pop(NhBlocks *b, NhPlane *p)
 
 /* ------------------------------------------------------------------ valid-count buckets */
 
-static inline uint32_t *head_of(NhBlocks *b, uint32_t pu, uint32_t valid)
-{
-    return &b->bucket[(size_t)pu * (b->pages + 1) + valid];
-}
-
 static void bucket_insert(NhBlocks *b, uint32_t blk)
 {
-    uint32_t *h = head_of(b, blk / b->blocks, b->blk[blk].valid);
+    uint32_t *h = nh_blocks_bucket(b, blk / b->blocks, b->blk[blk].valid);
     b->blk[blk].prev = NH_NONE;
     b->blk[blk].next = *h;
     if (*h != NH_NONE) {
@@ -58,7 +52,7 @@ static void bucket_remove(NhBlocks *b, uint32_t blk)
     if (k->prev != NH_NONE) {
         b->blk[k->prev].next = k->next;
     } else {
-        *head_of(b, blk / b->blocks, k->valid) = k->next;
+        *nh_blocks_bucket(b, blk / b->blocks, k->valid) = k->next;
     }
     if (k->next != NH_NONE) {
         b->blk[k->next].prev = k->prev;
@@ -143,7 +137,7 @@ uint32_t nh_blocks_gc_page(NhBlocks *b, uint32_t pu, uint32_t front)
 static uint32_t pick_greedy(NhBlocks *b, uint32_t pu)
 {
     for (uint32_t v = 0; v < b->pages; v++) {
-        uint32_t blk = *head_of(b, pu, v);
+        uint32_t blk = *nh_blocks_bucket(b, pu, v);
         if (blk != NH_NONE) {
             return blk;
         }
@@ -158,7 +152,7 @@ static uint32_t pick_cost_benefit(NhBlocks *b, uint32_t pu)
     double best_score = -1.0;
 
     for (uint32_t v = 0; v < b->pages; v++) {
-        for (uint32_t blk = *head_of(b, pu, v); blk != NH_NONE; blk = b->blk[blk].next) {
+        for (uint32_t blk = *nh_blocks_bucket(b, pu, v); blk != NH_NONE; blk = b->blk[blk].next) {
             double u = (double)v / b->pages;
             double age = (double)(b->now - b->blk[blk].mtime) + 1.0;
             double score;
@@ -224,7 +218,7 @@ static void static_wl(NhBlocks *b, uint32_t pu)
     }
     p->erases = 0;
     for (uint32_t blk = pu * b->blocks; blk < (pu + 1) * b->blocks; blk++) {
-        uint32_t w = wear(b, blk);
+        uint32_t w = nh_blocks_wear(b, blk);
         hi = w > hi ? w : hi;
         if (b->blk[blk].state == NH_BLK_CLOSED && w < lo) {
             lo = w;
@@ -305,6 +299,27 @@ uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front)
     g_assert(ppn != NH_NONE);
     b->unit_left[front] = b->nand->wl - 1;
     return ppn;
+}
+
+uint64_t nh_blocks_host_write(NhBlocks *b, const uint32_t *fwd, const NhFtlWrite *w, uint64_t i,
+                              uint32_t front, uint64_t start, uint32_t *ppn)
+{
+    uint64_t lpn = w->lpn + i, t;
+    uint32_t old1 = fwd[lpn];
+    bool partial = (i == 0 && w->head_partial) || (i == w->npages - 1 && w->tail_partial);
+
+    if (partial && old1) {
+        /* the rest of the page must be carried over */
+        start = nh_nand_read(b->nand, old1 - 1, start);
+        b->st->ftl_rmw_reads++;
+    }
+    *ppn = nh_blocks_host_page(b, front);
+    t = nh_nand_program(b->nand, *ppn, start);
+    old1 = fwd[lpn];     /* GC above may have moved the old copy */
+    if (old1) {
+        nh_blocks_invalidate(b, old1 - 1);
+    }
+    return t;
 }
 
 void nh_blocks_background(NhBlocks *b, uint64_t now, bool defer)
@@ -596,114 +611,4 @@ void nh_blocks_load_done(NhBlocks *b)
     for (uint32_t i = 0; i < b->npu; i++) {
         note_free_space(b, &b->pu[i]);
     }
-}
-
-/* ------------------------------------------------------------------ consistency */
-
-char *nh_map_check(NhBlocks *b, const uint32_t *fwd, uint64_t n, uint8_t kind, const char *what)
-{
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t ppn1 = fwd[i];
-        const NhBlock *k;
-        if (!ppn1) {
-            continue;
-        }
-        k = &b->blk[(ppn1 - 1) / b->pages];
-        if (b->p2l[ppn1 - 1] != i + 1) {
-            return g_strdup_printf("%s %" G_GUINT64_FORMAT " maps to ppn %u, which belongs to %d",
-                                   what, i, ppn1 - 1, (int)b->p2l[ppn1 - 1] - 1);
-        }
-        if ((ppn1 - 1) % b->pages >= k->wp) {
-            return g_strdup_printf("%s %" G_GUINT64_FORMAT " maps to unprogrammed ppn %u",
-                                   what, i, ppn1 - 1);
-        }
-        if (k->kind != kind) {
-            return g_strdup_printf("%s %" G_GUINT64_FORMAT " maps to ppn %u in a block of "
-                                   "kind %u", what, i, ppn1 - 1, k->kind);
-        }
-    }
-    return NULL;
-}
-
-char *nh_blocks_check(NhBlocks *b)
-{
-    uint64_t nblocks = (uint64_t)b->npu * b->blocks;
-    uint64_t nfree = 0, nopen = 0, nclosed = 0, heaped = 0, in_buckets = 0;
-    uint32_t *count = g_new0(uint32_t, nblocks);
-    char *err = NULL;
-
-    for (uint64_t ppn = 0; ppn < b->nand->g.npages && !err; ppn++) {
-        uint32_t owner1 = b->p2l[ppn];
-        if (owner1) {
-            uint8_t kind = b->blk[ppn / b->pages].kind;
-            if (b->s.where(b->s.ctx, kind, owner1 - 1) != ppn + 1) {
-                err = g_strdup_printf("ppn %" G_GUINT64_FORMAT " valid for owner %u (kind %u), "
-                                      "which maps elsewhere", ppn, owner1 - 1, kind);
-            }
-            count[ppn / b->pages]++;
-        }
-    }
-    for (uint64_t k = 0; k < nblocks && !err; k++) {
-        const NhBlock *blk = &b->blk[k];
-        if (count[k] != blk->valid) {
-            err = g_strdup_printf("block %" G_GUINT64_FORMAT ": valid count %u, recount %u",
-                                  k, blk->valid, count[k]);
-        } else if (blk->wp != b->nand->next_page[k]) {
-            err = g_strdup_printf("block %" G_GUINT64_FORMAT ": write pointer %u, NAND at %u",
-                                  k, blk->wp, b->nand->next_page[k]);
-        } else if (blk->state == NH_BLK_FREE) {
-            nfree++;
-            if (blk->wp || blk->valid) {
-                err = g_strdup_printf("free block %" G_GUINT64_FORMAT " is not empty", k);
-            }
-        } else if (blk->state == NH_BLK_OPEN) {
-            const NhPlane *p = &b->pu[k / b->blocks];
-            bool frontier = false;
-            nopen++;
-            for (uint32_t f = 0; f < b->s.nfront; f++) {
-                frontier |= p->open[f] == k && blk->kind == b->s.front_kind[f];
-            }
-            if (!frontier) {
-                err = g_strdup_printf("open block %" G_GUINT64_FORMAT " is no frontier", k);
-            }
-        } else {
-            nclosed++;
-        }
-    }
-    for (uint32_t pu = 0; pu < b->npu && !err; pu++) {
-        NhPlane *p = &b->pu[pu];
-        heaped += p->nfree;
-        for (uint32_t i = 0; i < p->nfree && !err; i++) {
-            if (b->blk[p->heap[i]].state != NH_BLK_FREE || p->heap[i] / b->blocks != pu) {
-                err = g_strdup_printf("plane %u: heap holds block %u, which is not free here",
-                                      pu, p->heap[i]);
-            } else if (i && wear(b, p->heap[(i - 1) / 2]) > wear(b, p->heap[i])) {
-                err = g_strdup_printf("plane %u: free heap out of order", pu);
-            }
-        }
-        for (uint32_t v = 0; v <= b->pages && !err; v++) {
-            for (uint32_t k = *head_of(b, pu, v); k != NH_NONE && !err; k = b->blk[k].next) {
-                in_buckets++;
-                if (b->blk[k].state != NH_BLK_CLOSED || b->blk[k].valid != v) {
-                    err = g_strdup_printf("block %u in bucket %u has valid %u", k, v,
-                                          b->blk[k].valid);
-                }
-            }
-        }
-    }
-    if (!err && in_buckets != nclosed) {
-        err = g_strdup_printf("%" G_GUINT64_FORMAT " closed blocks but %" G_GUINT64_FORMAT
-                              " in the victim buckets", nclosed, in_buckets);
-    }
-    if (!err && heaped != nfree) {
-        err = g_strdup_printf("%" G_GUINT64_FORMAT " free blocks but %" G_GUINT64_FORMAT
-                              " in the free heaps", nfree, heaped);
-    }
-    if (!err && nfree + nopen + nclosed != nblocks) {
-        err = g_strdup_printf("free %" G_GUINT64_FORMAT " + open %" G_GUINT64_FORMAT
-                              " + closed %" G_GUINT64_FORMAT " != %" G_GUINT64_FORMAT " blocks",
-                              nfree, nopen, nclosed, nblocks);
-    }
-    g_free(count);
-    return err;
 }

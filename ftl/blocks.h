@@ -131,6 +131,27 @@ void nh_blocks_background(NhBlocks *b, uint64_t now, bool defer);
 
 /* NULL when blocks, pools, counts and the reverse map agree, else what is wrong (g_free). */
 char *nh_blocks_check(NhBlocks *b);
+
+/*
+ * Page @i of host write @w through the forward map @fwd (ppn + 1, 0 = unmapped), from @start:
+ * a partly written page that holds data is read first (read-modify-write), the new copy is
+ * programmed on a page of frontier @front (*ppn) and the old copy, wherever GC moved it
+ * meanwhile, invalidated.  The caller maps the new copy.  Returns when the program ends.
+ */
+uint64_t nh_blocks_host_write(NhBlocks *b, const uint32_t *fwd, const NhFtlWrite *w, uint64_t i,
+                              uint32_t front, uint64_t start, uint32_t *ppn);
+
+/* for blocks.c and blocks-check.c: a block's erase count; the head of plane @pu's list of
+ * closed blocks with @valid valid pages */
+static inline uint32_t nh_blocks_wear(const NhBlocks *b, uint32_t blk)
+{
+    return b->nand->erase_count[blk];
+}
+
+static inline uint32_t *nh_blocks_bucket(NhBlocks *b, uint32_t pu, uint32_t valid)
+{
+    return &b->bucket[(size_t)pu * (b->pages + 1) + valid];
+}
 /* Forward map @fwd (ppn + 1 per owner) against the reverse map and the blocks' kinds. */
 char *nh_map_check(NhBlocks *b, const uint32_t *fwd, uint64_t n, uint8_t kind, const char *what);
 

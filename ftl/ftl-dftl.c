@@ -326,23 +326,11 @@ static uint64_t dftl_write(void *opaque, const NhFtlWrite *w, uint64_t now)
     f->b.now = now;
     for (uint64_t i = 0; i < w->npages; i++) {
         uint64_t lpn = w->lpn + i;
-        uint32_t idx, old1, ppn;
+        uint32_t idx, ppn;
         uint64_t start = cmt_get(f, (uint32_t)lpn, now, &idx), t;
-        bool partial = (i == 0 && w->head_partial) || (i == w->npages - 1 && w->tail_partial);
 
-        old1 = f->l2p[lpn];
-        if (partial && old1) {
-            /* the rest of the page must be carried over */
-            start = nh_nand_read(f->b.nand, old1 - 1, start);
-            f->b.st->ftl_rmw_reads++;
-        }
-        ppn = nh_blocks_host_page(&f->b, FRONT_HOST);
-        t = nh_nand_program(f->b.nand, ppn, start);
+        t = nh_blocks_host_write(&f->b, f->l2p, w, i, FRONT_HOST, start, &ppn);
         done = t > done ? t : done;
-        old1 = f->l2p[lpn];     /* GC above may have moved the old copy */
-        if (old1) {
-            nh_blocks_invalidate(&f->b, old1 - 1);
-        }
         f->l2p[lpn] = ppn + 1;
         nh_blocks_map(&f->b, (uint32_t)lpn, ppn);
         nh_touch(f->touched, lpn);

@@ -209,24 +209,11 @@ static uint64_t page_write(void *opaque, const NhFtlWrite *w, uint64_t now)
     f->b.now = now;
     nh_nand_batch_begin(f->b.nand);
     for (uint64_t i = 0; i < w->npages; i++) {
-        uint64_t lpn = w->lpn + i;
-        uint32_t old1 = f->l2p[lpn], ppn;
-        uint64_t start = now, t;
-        bool partial = (i == 0 && w->head_partial) || (i == w->npages - 1 && w->tail_partial);
+        uint32_t ppn;
+        uint64_t t = nh_blocks_host_write(&f->b, f->l2p, w, i, FRONT_HOST, now, &ppn);
 
-        if (partial && old1) {
-            /* the rest of the page must be carried over */
-            start = nh_nand_read(f->b.nand, old1 - 1, now);
-            f->b.st->ftl_rmw_reads++;
-        }
-        ppn = nh_blocks_host_page(&f->b, FRONT_HOST);
-        t = nh_nand_program(f->b.nand, ppn, start);
         done = t > done ? t : done;
-        old1 = f->l2p[lpn];     /* GC above may have moved the old copy */
-        if (old1) {
-            nh_blocks_invalidate(&f->b, old1 - 1);
-        }
-        map(f, lpn, ppn);
+        map(f, w->lpn + i, ppn);
     }
     nh_nand_batch_end(f->b.nand);
     return done;

@@ -119,6 +119,29 @@ void hy_save(void *ftl, GByteArray *out);
 bool hy_load(void *ftl, const guint8 *data, size_t len, GError **errp);
 char *hy_check(void *ftl);
 
+/* Least-worn first; among equals, block-in-plane then plane in channel-fastest order, so that
+ * consecutive allocations land on different buses and dies. */
+static inline uint64_t hy_free_key(const HyFtl *h, uint32_t b)
+{
+    uint32_t per = h->nand->g.blocks, npu = h->nand->g.npu;
+    uint64_t spread = (uint64_t)(b % per) * npu + h->rank[b / per];
+    return ((uint64_t)h->nand->erase_count[b] << 32) | spread;
+}
+
+static inline uint32_t hy_data_block(const HyFtl *h, uint32_t lbn)
+{
+    return h->dmap[lbn] ? h->dmap[lbn] - 1 : HY_NONE;
+}
+
+/* for hybrid.c and hybrid-check.c: would a valid copy of @lpn at @ppn break the block rules? */
+static inline bool hy_misplaced(const HyFtl *h, uint64_t lpn, uint32_t ppn)
+{
+    const HyBlock *k = &h->blk[ppn / h->pages];
+    bool fixed = k->state == HY_DATA || k->lbn != HY_NONE;
+    return k->state == HY_FREE || ppn % h->pages >= k->wp ||
+           (fixed && (hy_lbn(h, lpn) != k->lbn || lpn % h->pages != ppn % h->pages));
+}
+
 /* The ops table of a hybrid FTL: its name and create hook, every other hook hybrid.c's. */
 #define NH_HYBRID_OPS(ftl_name, create_fn, key_table) { \
     .name = (ftl_name),                             \

@@ -111,71 +111,83 @@ static void record(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t
     };
 }
 
+/* What an operation on page @ppn books: its die's and its channel's timelines, and the die's
+ * latest operation when the page may join it. */
+typedef struct Target {
+    uint32_t blk, die;
+    uint64_t *die_free, *bus_free;
+    uint64_t slot;
+    NhDieOp *op;
+} Target;
+
+static Target target(NhNand *n, uint32_t ppn, bool program)
+{
+    Target x = { .blk = nh_block_of(n, ppn) };
+
+    x.die = nh_die_of_block(n, x.blk);
+    x.die_free = &n->die_free[x.die];
+    x.bus_free = &n->bus_free[nh_channel_of_block(n, x.blk)];
+    x.op = joinable(n, x.die, ppn, program, &x.slot);
+    return x;
+}
+
 uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now)
 {
-    uint32_t blk = nh_block_of(n, ppn), d = nh_die_of_block(n, blk);
-    uint64_t *die = &n->die_free[d];
-    uint64_t *bus = &n->bus_free[nh_channel_of_block(n, blk)];
-    uint64_t slot;
-    NhDieOp *op = joinable(n, d, ppn, false, &slot);
+    Target x = target(n, ppn, false);
     uint64_t sensed, done;
 
-    if (ppn % n->g.pages >= n->next_page[blk]) {
+    if (ppn % n->g.pages >= n->next_page[x.blk]) {
         n->violations++;
     }
-    if (op) {
+    if (x.op) {
         /* sensed with the others in one tR; its transfer follows theirs */
-        sensed = op->sensed;
-        done = max64(max64(sensed, now), *bus) + n->t.t_xfer;
-        op->slots |= slot;
-        op->done = done;
+        sensed = x.op->sensed;
+        done = max64(max64(sensed, now), *x.bus_free) + n->t.t_xfer;
+        x.op->slots |= x.slot;
+        x.op->done = done;
     } else {
-        sensed = max64(now, *die) + n->t.t_read;
-        done = max64(sensed, *bus) + n->t.t_xfer;
-        record(n, d, ppn, false, slot, sensed, done);
+        sensed = max64(now, *x.die_free) + n->t.t_read;
+        done = max64(sensed, *x.bus_free) + n->t.t_xfer;
+        record(n, x.die, ppn, false, x.slot, sensed, done);
         n->stats->nand_read_ops++;
     }
 
     /* the die's page register holds the data until the bus has moved it out */
-    *die = done;
-    *bus = done;
+    *x.die_free = done;
+    *x.bus_free = done;
     n->stats->nand_page_reads++;
     return done;
 }
 
 uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now)
 {
-    uint32_t blk = nh_block_of(n, ppn), d = nh_die_of_block(n, blk);
-    uint64_t *die = &n->die_free[d];
-    uint64_t *bus = &n->bus_free[nh_channel_of_block(n, blk)];
-    uint64_t slot;
-    NhDieOp *op = joinable(n, d, ppn, true, &slot);
+    Target x = target(n, ppn, true);
     uint64_t moved, done;
 
-    if (op) {
+    if (x.op) {
         /* its data follows the others into the die's registers; the one tPROG starts after */
-        moved = max64(max64(op->sensed, now), *bus) + n->t.t_xfer;
-        op->slots |= slot;
-        op->sensed = moved;
+        moved = max64(max64(x.op->sensed, now), *x.bus_free) + n->t.t_xfer;
+        x.op->slots |= x.slot;
+        x.op->sensed = moved;
     } else {
         /* data goes into the die's page register, so the die must be free when the transfer
          * starts */
-        moved = max64(max64(now, *die), *bus) + n->t.t_xfer;
-        record(n, d, ppn, true, slot, moved, 0);
-        op = &n->op[d];
+        moved = max64(max64(now, *x.die_free), *x.bus_free) + n->t.t_xfer;
+        record(n, x.die, ppn, true, x.slot, moved, 0);
+        x.op = &n->op[x.die];
         n->stats->nand_program_ops++;
     }
     done = moved + n->t.t_prog;
-    op->done = done;
+    x.op->done = done;
 
     /* ascending order; erased pages may be skipped (block-mapped FTLs leave holes) */
-    if (ppn % n->g.pages < n->next_page[blk]) {
+    if (ppn % n->g.pages < n->next_page[x.blk]) {
         n->violations++;
     }
-    n->next_page[blk] = ppn % n->g.pages + 1;
+    n->next_page[x.blk] = ppn % n->g.pages + 1;
 
-    *bus = moved;
-    *die = done;
+    *x.bus_free = moved;
+    *x.die_free = done;
     n->stats->nand_page_programs++;
     return done;
 }
