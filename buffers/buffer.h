@@ -213,11 +213,8 @@ void nh_buf_block_put(NhBuf *b, NhBufBlock *k);     /* frees it if it holds noth
 /* a page entry on @k's dirty or clean queue and in the page index (clean: every sector) */
 NhBufPage *nh_buf_page_new(NhBuf *b, NhBufBlock *k, uint64_t lpn, bool dirty);
 
-/*
- * The registry, in the order the `buffer` key lists the policies after "none" (no write
- * buffer).  X(name) stands for the policy nh_buf_<name>: adding one is its file and one entry.
- */
-#define NH_BUF_REGISTRY(X) X(lru) X(bplru) X(fab) X(clc) X(ref) X(bpac) X(cbm) X(lbuf)
+/* NH_BUF_REGISTRY: X(name) for every policy, listed by the `buffer` key after "none" (no write
+ * buffer) (nh-registry.h, generated from meson.build's list). */
 
 #define NH_BUF_DECLARE(name) extern const NhBufPolicy nh_buf_##name;
 NH_BUF_REGISTRY(NH_BUF_DECLARE)

@@ -79,11 +79,8 @@ typedef struct NhFtlOps {
     bool (*in_log)(void *ftl, uint64_t lbn);
 } NhFtlOps;
 
-/*
- * The registry, in the order the `ftl` key lists the FTLs.  X(name) stands for the ops table
- * nh_ftl_<name>_ops, whose .name is "name": adding an FTL is its file and one entry here.
- */
-#define NH_FTL_REGISTRY(X) X(page) X(dftl) X(bast) X(fast) X(sast)
+/* NH_FTL_REGISTRY: X(name) for every FTL (nh-registry.h, generated from meson.build's list). */
+#include "nh-registry.h"
 
 #define NH_FTL_DECLARE(name) extern const NhFtlOps nh_ftl_##name##_ops;
 NH_FTL_REGISTRY(NH_FTL_DECLARE)
