@@ -65,7 +65,7 @@ bool nh_buf_config_check(const NhConfig *cfg, GError **errp)
         g_free(list);
         return false;
     }
-    if (strcmp(cfg->buffer, "none") && cfg->buffer_size < block) {
+    if (nh_buf_find(cfg->buffer) && cfg->buffer_size < block) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "buffer-size: must hold at least one flash block (pages * page-size = %"
                     G_GUINT64_FORMAT " bytes), got %" G_GUINT64_FORMAT, block, cfg->buffer_size);

@@ -130,8 +130,10 @@ static bool sink_in_log(void *ctx, uint64_t lbn)
     return eng->ops->in_log && eng->ops->in_log(eng->ftl, lbn);
 }
 
+/* A write buffer (a policy; "none" has none) or a read cache, or neither. */
 static void create_buffer(NhEngine *eng)
 {
+    const NhBufPolicy *pol = nh_buf_find(eng->cfg.buffer);
     NhBufEnv env = {
         .cfg = &eng->cfg,
         .stats = &eng->stats,
@@ -143,8 +145,7 @@ static void create_buffer(NhEngine *eng)
         .t_erase = eng->nand->t.t_erase,
     };
 
-    if (strcmp(eng->cfg.buffer, "none") || eng->cfg.cache_size) {
-        const NhBufPolicy *pol = nh_buf_find(eng->cfg.buffer);
+    if (pol || eng->cfg.cache_size) {
         env.counters = nh_stats_policy_counters(&eng->stats, pol ? pol->counters : NULL);
         eng->buf = nh_buf_new(&env);
     }
