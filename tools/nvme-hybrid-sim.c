@@ -143,6 +143,56 @@ static int fail(GError *err)
     return 1;
 }
 
+/*
+ * Replay the first @nreq requests of @tr from time @base: at the trace's times (open loop) or,
+ * with --qd, each as soon as one of the queue's slots is free.  *end_time: the last completion.
+ */
+static bool replay(NhEngine *eng, NhTrace *tr, uint64_t nreq, uint64_t base, uint64_t *end_time,
+                   GError **errp)
+{
+    Inflight inflight = { NULL, NULL, 0 };
+    NhTraceRec rec;
+    uint64_t first = 0, now = base;
+    uint32_t slot = 0;
+    bool ok = true;
+
+    if (opt_qd) {
+        inflight.done = g_new(uint64_t, opt_qd);
+        inflight.heap = g_new(uint32_t, opt_qd);
+    }
+    for (uint64_t i = 0; i < nreq && nh_trace_next(tr, &rec, errp) > 0; i++) {
+        NhRequest req = { .op = rec.op, .offset = rec.offset, .length = rec.length };
+        uint64_t done;
+
+        if (opt_qd) {
+            slot = inflight.n;
+            if (inflight.n == (uint32_t)opt_qd) {
+                slot = nh_heap_pop(inflight.heap, inflight.n--, slot_done, inflight.done);
+                now = MAX(now, inflight.done[slot]);
+            }
+        } else {
+            if (i == 0) {
+                first = rec.time_ns;
+            }
+            /* traces are not always sorted; the engine needs time that never goes back */
+            now = MAX(now, base + (rec.time_ns > first ? rec.time_ns - first : 0));
+        }
+        ok = nh_engine_submit(eng, &req, now, &done, errp);
+        if (!ok) {
+            g_prefix_error(errp, "%s: request %" G_GUINT64_FORMAT ": ", opt_trace, i + 1);
+            break;
+        }
+        if (opt_qd) {
+            inflight.done[slot] = done;
+            nh_heap_push(inflight.heap, inflight.n++, slot, slot_done, inflight.done);
+        }
+        *end_time = MAX(*end_time, done);
+    }
+    g_free(inflight.done);
+    g_free(inflight.heap);
+    return ok && !*errp;     /* a read error of the trace ends the loop with *errp set */
+}
+
 int main(int argc, char **argv)
 {
     GOptionContext *ctx = g_option_context_new("- replay a block trace through the SSD engine");
@@ -151,12 +201,10 @@ int main(int argc, char **argv)
     NhTrace *tr;
     NhTraceRec rec;
     NhEngine *eng;
-    uint64_t capacity = 0, max_end = 0, nreq = 0, first = 0, now = 0, base = 0, end_time = 0;
+    uint64_t capacity = 0, max_end = 0, nreq = 0, base = 0, end_time = 0;
     uint64_t nbad;
     const char *bad_line;
     char *first_bad;
-    Inflight inflight = { NULL, NULL, 0 };
-    uint32_t slot = 0;
     gint64 t0;
     char *stats;
     int r;
@@ -220,42 +268,11 @@ int main(int argc, char **argv)
                 G_GUINT64_FORMAT " random writes, %.2f erases per block, %s\n", opt_fill,
                 fr.seq_writes, fr.rand_writes, fr.erases_per_block,
                 fr.steady ? "steady state" : "stopped at the cap before steady state");
-        now = base = end_time = fr.end_ns;
+        base = end_time = fr.end_ns;
     }
 
-    if (opt_qd) {
-        inflight.done = g_new(uint64_t, opt_qd);
-        inflight.heap = g_new(uint32_t, opt_qd);
-    }
     t0 = g_get_monotonic_time();
-    for (uint64_t i = 0; i < nreq && nh_trace_next(tr, &rec, &err) > 0; i++) {
-        NhRequest req = { .op = rec.op, .offset = rec.offset, .length = rec.length };
-        uint64_t done;
-
-        if (opt_qd) {
-            slot = inflight.n;
-            if (inflight.n == (uint32_t)opt_qd) {
-                slot = nh_heap_pop(inflight.heap, inflight.n--, slot_done, inflight.done);
-                now = MAX(now, inflight.done[slot]);
-            }
-        } else {
-            if (i == 0) {
-                first = rec.time_ns;
-            }
-            /* traces are not always sorted; the engine needs time that never goes back */
-            now = MAX(now, base + (rec.time_ns > first ? rec.time_ns - first : 0));
-        }
-        if (!nh_engine_submit(eng, &req, now, &done, &err)) {
-            g_prefix_error(&err, "%s: request %" G_GUINT64_FORMAT ": ", opt_trace, i + 1);
-            return fail(err);
-        }
-        if (opt_qd) {
-            inflight.done[slot] = done;
-            nh_heap_push(inflight.heap, inflight.n++, slot, slot_done, inflight.done);
-        }
-        end_time = MAX(end_time, done);
-    }
-    if (err) {
+    if (!replay(eng, tr, nreq, base, &end_time, &err)) {
         return fail(err);
     }
     stats = nh_engine_stats_json(eng, opt_json);
@@ -269,8 +286,6 @@ int main(int argc, char **argv)
         }
     }
     g_free(stats);
-    g_free(inflight.done);
-    g_free(inflight.heap);
     g_free(first_bad);
     nh_trace_close(tr);
     nh_engine_free(eng);
