@@ -32,6 +32,7 @@
 
 static void nhc_resume_sqs(NhcCtrl *n);
 static void nhc_cq_refresh_head(NhcCQ *cq);
+static void nhc_ctrl_reset_done(NhcCtrl *n);
 
 /* ------------------------------------------------------------------------------ interrupts */
 
@@ -84,10 +85,12 @@ static void nhc_cq_notify(NhcCQ *cq)
 static void nhc_coalesce_timeout(void *opaque)
 {
     NhcCQ *cq = opaque;
+    bool was = nhc_guard_enter(cq->n);
 
     if (cq->coalesced) {
         nhc_cq_notify(cq);
     }
+    nhc_guard_exit(cq->n, was);
 }
 
 /*
@@ -103,7 +106,8 @@ static void nhc_cq_irq(NhcCQ *cq, uint32_t posted)
     if (!cq->irq_enabled || !posted) {
         return;
     }
-    if (cq->cqid == 0 || time_us == 0) {
+    if (cq->cqid == 0 || time_us == 0 ||
+        test_bit(cq->vector, cq->n->features.vector_no_coalescing)) {
         nhc_cq_notify(cq);
         return;
     }
@@ -223,6 +227,7 @@ static void nhc_req_release(NhcReq *req)
     NhcCtrl *n = req->sq->n;
 
     QTAILQ_REMOVE(&req->sq->out_list, req, entry);
+    req->outstanding = false;
     if (req->is_io && --n->io_outstanding == 0) {
         n->smart.busy_ns += qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - n->busy_since_ns;
     }
@@ -231,14 +236,26 @@ static void nhc_req_release(NhcReq *req)
     if (req->qsg.sg) {
         qemu_sglist_destroy(&req->qsg);
     }
+    nhc_ba_forget(n, req);
+    /* A write that ended may be what a BA_PIN waits for. */
+    nhc_ba_kick(n);
 }
+
+static void nhc_sq_free_if_done(NhcSQ *sq);
 
 void nhc_req_complete(NhcReq *req)
 {
     NhcSQ *sq = req->sq;
     NhcCtrl *n = sq->n;
-    NhcCQ *cq = n->cq[sq->cqid];
+    NhcCQ *cq;
 
+    if (req->aborted) {
+        nhc_req_release(req);
+        QTAILQ_INSERT_TAIL(&sq->free_list, req, entry);
+        nhc_sq_free_if_done(sq);
+        return;
+    }
+    cq = n->cq[sq->cqid];
     nhc_req_release(req);
     if (req->status != NVME_SUCCESS) {
         nhc_record_error(n, req);
@@ -269,7 +286,12 @@ void nhc_req_io_done(NhcReq *req)
 
 static void nhc_req_timer(void *opaque)
 {
-    nhc_req_io_done(opaque);
+    NhcReq *req = opaque;
+    NhcCtrl *n = req->sq->n;
+    bool was = nhc_guard_enter(n);
+
+    nhc_req_io_done(req);
+    nhc_guard_exit(n, was);
 }
 
 void nhc_record_error(NhcCtrl *n, NhcReq *req)
@@ -347,53 +369,100 @@ uint16_t nhc_create_sq(NhcCtrl *n, uint16_t sqid, uint16_t cqid, uint64_t dma_ad
     return NVME_SUCCESS;
 }
 
-/*
- * Deleting an SQ aborts what it still has in flight: block I/O is cancelled and every command
- * completes with Command Aborted due to SQ Deletion.  @post says whether those completions are
- * posted (Delete I/O SQ) or dropped (controller reset, where the host expects nothing back).
- */
-void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, bool post)
+/* The last request of a deleted SQ has ended: free it and complete the deletion. */
+static void nhc_sq_free_if_done(NhcSQ *sq)
 {
-    NhcSQ *sq = n->sq[sqid];
-    NhcCQ *cq = n->cq[sq->cqid];
-    NhcReq *req, *next;
+    NhcCtrl *n = sq->n;
+    NhcReq *waiter = sq->waiter;
 
-    sq->db_addr = 0;            /* fetch nothing more */
-    sq->tail = sq->head;
-    QTAILQ_FOREACH_SAFE(req, &sq->out_list, entry, next) {
-        if (req->aiocb) {
-            blk_aio_cancel(req->aiocb);
-        }
+    if (!sq->dying || sq->hold || !QTAILQ_EMPTY(&sq->out_list)) {
+        return;
     }
-    while ((req = QTAILQ_FIRST(&sq->out_list))) {
-        timer_del(req->timer);
-        req->pending = 0;
-        req->status = NVME_CMD_ABORT_SQ_DEL;
-        if (post) {
-            nhc_req_complete(req);
-        } else {
-            nhc_req_release(req);
-        }
-    }
-    QTAILQ_FOREACH_SAFE(req, &cq->done_list, entry, next) {
-        if (req->sq == sq) {
-            QTAILQ_REMOVE(&cq->done_list, req, entry);
-        }
-    }
-    for (uint32_t i = 0; i < n->outstanding_aers; ) {
-        if (n->aer_reqs[i]->sq == sq) {
-            n->aer_reqs[i] = n->aer_reqs[--n->outstanding_aers];
-        } else {
-            i++;
-        }
-    }
-    QTAILQ_REMOVE(&cq->sq_list, sq, entry);
+    QTAILQ_REMOVE(&n->dying_sqs, sq, entry);
     for (uint32_t i = 0; i < sq->size; i++) {
         timer_free(sq->reqs[i].timer);
     }
     g_free(sq->reqs);
     g_free(sq);
+    if (waiter) {
+        nhc_req_io_done(waiter);
+    }
+    if (n->resetting && QTAILQ_EMPTY(&n->dying_sqs)) {
+        nhc_ctrl_reset_done(n);
+    }
+}
+
+/*
+ * Stop @req because its SQ goes away.  Its modeled time no longer matters; block I/O that
+ * cannot be called back is cancelled, the rest is left to finish, and the request ends (with
+ * no completion posted) when the last of it has reported in.
+ */
+static void nhc_req_abort(NhcReq *req)
+{
+    NhcCtrl *n = req->sq->n;
+
+    req->aborted = true;
+    if (req->ba_waiting) {
+        req->ba_waiting = false;
+        req->pending--;
+    }
+    if (timer_pending(req->timer)) {
+        timer_del(req->timer);
+        req->pending--;
+    }
+    for (uint32_t i = 0; i < n->outstanding_aers; i++) {
+        if (n->aer_reqs[i] == req) {
+            n->aer_reqs[i] = n->aer_reqs[--n->outstanding_aers];
+            break;
+        }
+    }
+    if (req->pending == 0) {
+        nhc_req_complete(req);
+    } else if (req->aiocb) {
+        blk_aio_cancel_async(req->aiocb);
+    }
+}
+
+/*
+ * Delete an SQ: the queue disappears at once (no more fetches, its queue id is free), and it
+ * is freed once every command it had started has ended, which then completes @waiter (the
+ * Delete I/O SQ command; NULL for a reset).  Commands still in flight are aborted and their
+ * completions are not posted, under -icount or not; entries already done but not yet posted
+ * (the CQ was full) are dropped too.  Nothing here waits: a request whose block I/O cannot be
+ * cancelled simply finishes first.
+ */
+void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, NhcReq *waiter)
+{
+    NhcSQ *sq = n->sq[sqid];
+    NhcCQ *cq = n->cq[sq->cqid];
+    g_autoptr(GPtrArray) reqs = g_ptr_array_new();
+    NhcReq *req, *next;
+
     n->sq[sqid] = NULL;
+    QTAILQ_REMOVE(&cq->sq_list, sq, entry);
+    QTAILQ_INSERT_TAIL(&n->dying_sqs, sq, entry);
+    sq->dying = true;
+    sq->waiter = waiter;
+    QTAILQ_FOREACH_SAFE(req, &cq->done_list, entry, next) {
+        if (req->sq == sq) {
+            QTAILQ_REMOVE(&cq->done_list, req, entry);
+            QTAILQ_INSERT_TAIL(&sq->free_list, req, entry);
+        }
+    }
+    /* Aborting one request may end others (their lists change under a walk): work on a
+     * snapshot and keep the SQ until the walk is over. */
+    QTAILQ_FOREACH(req, &sq->out_list, entry) {
+        g_ptr_array_add(reqs, req);
+    }
+    sq->hold++;
+    for (guint i = 0; i < reqs->len; i++) {
+        req = g_ptr_array_index(reqs, i);
+        if (req->outstanding && !req->aborted) {
+            nhc_req_abort(req);
+        }
+    }
+    sq->hold--;
+    nhc_sq_free_if_done(sq);
 }
 
 void nhc_delete_cq(NhcCtrl *n, uint16_t cqid)
@@ -416,16 +485,17 @@ static bool nhc_sq_can_fetch(NhcSQ *sq)
         nhc_shadow_read(sq->n, sq->db_addr, sq->size, &sq->tail);
     }
     return sq->head != sq->tail && !QTAILQ_EMPTY(&sq->free_list) &&
-           !(sq->n->csts & NVME_CSTS_FAILED);
+           !(sq->n->csts & NVME_CSTS_FAILED) && !sq->n->resetting;
 }
 
-/* Fetch and start up to @burst commands. */
-static void nhc_process_sq(NhcSQ *sq, uint32_t burst)
+/* Fetch and start up to @burst commands; returns how many were fetched. */
+static uint32_t nhc_process_sq(NhcSQ *sq, uint32_t burst)
 {
     NhcCtrl *n = sq->n;
+    uint32_t fetched = 0;
 
     if (sq->fetching) {
-        return;     /* the loop below picks up what a nested completion made possible */
+        return 0;   /* the loop below picks up what a nested completion made possible */
     }
     nhc_shadow_read(n, sq->db_addr, sq->size, &sq->tail);
     sq->fetching = true;
@@ -441,6 +511,7 @@ static void nhc_process_sq(NhcSQ *sq, uint32_t burst)
             break;
         }
         sq->head = (sq->head + 1) % sq->size;
+        fetched++;
         QTAILQ_REMOVE(&sq->free_list, req, entry);
         QTAILQ_INSERT_TAIL(&sq->out_list, req, entry);
         memset(&req->cqe, 0, sizeof(req->cqe));
@@ -448,6 +519,10 @@ static void nhc_process_sq(NhcSQ *sq, uint32_t burst)
         req->pending = 0;
         req->aiocb = NULL;
         req->is_io = false;
+        req->aborted = false;
+        req->outstanding = true;
+        req->lba_lo = req->lba_hi = 0;
+        req->ba_waiting = false;
 
         status = sq->sqid ? nhc_io_dispatch(n, req) : nhc_admin_dispatch(n, req);
         if (status != NHC_ASYNC) {
@@ -460,6 +535,7 @@ static void nhc_process_sq(NhcSQ *sq, uint32_t burst)
     }
     nhc_shadow_publish(n, sq->ei_addr, sq->tail);
     sq->fetching = false;
+    return fetched;
 }
 
 /*
@@ -474,16 +550,22 @@ static void nhc_fetch_bh(void *opaque)
     uint32_t burst = ab == 7 ? UINT32_MAX : 1u << ab;
     bool progress;
 
+    /* A command that waits for the block layer runs a nested event loop, which may run this
+     * bottom half again: the outer pass goes on with whatever that made fetchable. */
+    if (n->fetching) {
+        return;
+    }
+    n->fetching = true;
     do {
         progress = false;
         for (uint32_t qid = 0; qid < n->num_queues; qid++) {
             NhcSQ *sq = n->sq[qid];
-            if (sq && nhc_sq_can_fetch(sq)) {
-                nhc_process_sq(sq, burst);
+            if (sq && nhc_sq_can_fetch(sq) && nhc_process_sq(sq, burst)) {
                 progress = true;
             }
         }
     } while (progress);
+    n->fetching = false;
 }
 
 /* Under -icount fetch at once (exact submission times); otherwise on the main loop. */
@@ -509,11 +591,34 @@ static void nhc_resume_sqs(NhcCtrl *n)
 
 /* ------------------------------------------------------------------------------ controller */
 
-static void nhc_clear_queues(NhcCtrl *n)
+static void nhc_features_default(NhcCtrl *n)
 {
+    NhcFeatures *f = &n->features;
+
+    f->arbitration = NHC_ARBITRATION_DEFAULT;
+    f->num_queues = (n->max_ioqpairs - 1) << 16 | (n->max_ioqpairs - 1);
+    f->int_coalescing = 0;
+    f->async_config = 0;
+    f->power_mgmt = 0;
+    f->temp_over = NHC_WCTEMP_K;
+    f->temp_under = 0;
+    f->error_recovery = 0;
+    f->write_atomicity = 0;
+    bitmap_zero(f->vector_no_coalescing, n->num_vectors);
+}
+
+/*
+ * Controller Level Reset, the one teardown path (CC.EN 1 -> 0, PCI reset, device removal):
+ * every SQ is deleted (their commands end without completions), then every CQ, and features go
+ * back to their defaults; SMART data and the model are kept.  The SQs are freed once their
+ * commands have ended; nhc_ctrl_reset_done finishes the reset then, and CSTS.RDY goes to 0.
+ */
+static void nhc_ctrl_reset(NhcCtrl *n)
+{
+    n->resetting = true;
     for (uint32_t i = n->num_queues; i-- > 0; ) {
         if (n->sq[i]) {
-            nhc_delete_sq(n, i, false);
+            nhc_delete_sq(n, i, NULL);
         }
     }
     for (uint32_t i = n->num_queues; i-- > 0; ) {
@@ -524,21 +629,22 @@ static void nhc_clear_queues(NhcCtrl *n)
     n->outstanding_aers = 0;
     g_queue_clear(&n->events);
     n->aer_mask = 0;
+    n->dbbuf_dbs = n->dbbuf_eis = 0;
+    nhc_features_default(n);
+    pci_irq_deassert(PCI_DEVICE(n));
+    if (QTAILQ_EMPTY(&n->dying_sqs)) {
+        nhc_ctrl_reset_done(n);
+    }
 }
 
-/* Controller Level Reset: everything but the registers the host set up and SMART data. */
-static void nhc_ctrl_reset(NhcCtrl *n)
+/* Where the reset cannot wait (PCI reset, device removal): block I/O left in flight is drained,
+ * which ends the last aborted commands. */
+static void nhc_ctrl_reset_now(NhcCtrl *n)
 {
-    blk_drain(n->blkconf.blk);
-    nhc_clear_queues(n);
-    n->dbbuf_dbs = n->dbbuf_eis = 0;
-    n->csts &= ~NVME_CSTS_READY;
-    n->features.arbitration = NHC_ARBITRATION_DEFAULT;
-    n->features.num_queues = (n->max_ioqpairs - 1) << 16 | (n->max_ioqpairs - 1);
-    n->features.int_coalescing = 0;
-    n->features.async_config = 0;
-    n->io_outstanding = 0;
-    pci_irq_deassert(PCI_DEVICE(n));
+    nhc_ctrl_reset(n);
+    while (!QTAILQ_EMPTY(&n->dying_sqs)) {
+        blk_drain(n->blkconf.blk);
+    }
 }
 
 static void nhc_ctrl_shutdown(NhcCtrl *n)
@@ -567,6 +673,9 @@ static bool nhc_ctrl_start(NhcCtrl *n)
         why = "ASQ or ACQ not aligned to the memory page size";
     } else if (asqs < 2 || acqs < 2) {
         why = "AQA: admin queues need at least 2 entries";
+    } else if (!nhc_dma_is_ram(n, n->asq, asqs * sizeof(NvmeCmd), false) ||
+               !nhc_dma_is_ram(n, n->acq, acqs * sizeof(NvmeCqe), true)) {
+        why = "ASQ or ACQ not in guest RAM";
     }
     if (why) {
         qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: cannot enable: %s\n", why);
@@ -576,6 +685,24 @@ static bool nhc_ctrl_start(NhcCtrl *n)
     nhc_create_cq(n, 0, n->acq, acqs, 0, true);
     nhc_create_sq(n, 0, 0, n->asq, asqs);
     return true;
+}
+
+static void nhc_ctrl_enable(NhcCtrl *n)
+{
+    n->csts &= ~(NVME_CSTS_FAILED | (CSTS_SHST_MASK << CSTS_SHST_SHIFT));
+    if (nhc_ctrl_start(n)) {
+        n->csts |= NVME_CSTS_READY;
+    }
+}
+
+static void nhc_ctrl_reset_done(NhcCtrl *n)
+{
+    n->resetting = false;
+    n->csts &= ~(NVME_CSTS_READY | NVME_CSTS_FAILED);
+    /* A host that set CC.EN again without waiting for RDY = 0 gets its enable now. */
+    if (NVME_CC_EN(n->cc)) {
+        nhc_ctrl_enable(n);
+    }
 }
 
 static void nhc_write_cc(NhcCtrl *n, uint32_t val)
@@ -596,14 +723,10 @@ static void nhc_write_cc(NhcCtrl *n, uint32_t val)
     }
     n->cc = val;
 
-    if (!was_enabled && enable) {
-        n->csts &= ~(NVME_CSTS_FAILED | (CSTS_SHST_MASK << CSTS_SHST_SHIFT));
-        if (nhc_ctrl_start(n)) {
-            n->csts |= NVME_CSTS_READY;
-        }
+    if (!was_enabled && enable && !n->resetting) {
+        nhc_ctrl_enable(n);
     } else if (was_enabled && !enable) {
         nhc_ctrl_reset(n);
-        n->csts &= ~NVME_CSTS_FAILED;
     }
 
     if (NVME_CC_SHN(val) && NVME_CSTS_SHST(n->csts) != 2) {
@@ -628,7 +751,7 @@ static void nhc_write_doorbell(NhcCtrl *n, hwaddr offset, uint32_t val)
     uint32_t idx = (offset - NHC_DB_BASE) >> 2;
     uint32_t qid = idx >> 1;
 
-    if (!NVME_CSTS_RDY(n->csts) || (n->csts & NVME_CSTS_FAILED)) {
+    if (!NVME_CSTS_RDY(n->csts) || (n->csts & NVME_CSTS_FAILED) || n->resetting) {
         return;
     }
     if (idx & 1) {
@@ -892,9 +1015,15 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
     n->sq = g_new0(NhcSQ *, n->num_queues);
     n->cq = g_new0(NhcCQ *, n->num_queues);
     g_queue_init(&n->events);
+    QTAILQ_INIT(&n->dying_sqs);
     n->fetch_bh = qemu_bh_new_guarded(nhc_fetch_bh, n, &DEVICE(n)->mem_reentrancy_guard);
     nhc_init_regs(n);
-    if (!nhc_init_pci(n, errp) || !nhc_ba_realize(n, errp)) {
+    if (!nhc_init_pci(n, errp)) {
+        goto fail;
+    }
+    n->features.vector_no_coalescing = bitmap_new(n->num_vectors);
+    nhc_features_default(n);
+    if (!nhc_ba_realize(n, errp)) {
         goto fail;
     }
     nhc_state_open(n, errp);
@@ -912,6 +1041,7 @@ fail:
     msix_uninit(pci, &n->bar0, &n->bar0);
     g_free(n->sq);
     g_free(n->cq);
+    g_clear_pointer(&n->features.vector_no_coalescing, g_free);
     nh_engine_free(n->engine);
     n->engine = NULL;
 }
@@ -920,7 +1050,8 @@ static void nhc_exit(PCIDevice *pci)
 {
     NhcCtrl *n = NVME_HYBRID(pci);
 
-    nhc_ctrl_reset(n);
+    n->cc = 0;
+    nhc_ctrl_reset_now(n);
     nhc_state_close(n);
     qemu_remove_exit_notifier(&n->exit_notifier);
     nhc_ba_exit(n);
@@ -928,6 +1059,7 @@ static void nhc_exit(PCIDevice *pci)
     msix_uninit(pci, &n->bar0, &n->bar0);
     g_free(n->sq);
     g_free(n->cq);
+    g_clear_pointer(&n->features.vector_no_coalescing, g_free);
     g_clear_pointer(&n->vendor_log, g_byte_array_unref);
     nh_engine_free(n->engine);
     n->engine = NULL;
@@ -937,7 +1069,8 @@ static void nhc_reset(DeviceState *dev)
 {
     NhcCtrl *n = NVME_HYBRID(dev);
 
-    nhc_ctrl_reset(n);
+    n->cc = 0;
+    nhc_ctrl_reset_now(n);
     nhc_init_regs(n);
 }
 
