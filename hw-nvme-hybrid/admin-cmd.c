@@ -10,6 +10,7 @@
 #include "system/block-backend.h"
 
 #include "nvme-hybrid.h"
+#include "trace.h"
 
 
 /* ------------------------------------------------------------------------------ queues */
@@ -99,6 +100,7 @@ static uint16_t nhc_admin_doorbell_buffer_config(NhcCtrl *n, NhcReq *req)
 {
     uint64_t dbs = le64_to_cpu(req->cmd.dptr.prp1), eis = le64_to_cpu(req->cmd.dptr.prp2);
 
+    trace_nhc_admin_dbbuf(dbs, eis);
     if (!dbs || !eis || (dbs | eis) & (n->page_size - 1) ||
         !nhc_dma_is_ram(n, dbs, n->page_size, false) ||
         !nhc_dma_is_ram(n, eis, n->page_size, true)) {
@@ -285,6 +287,7 @@ static uint16_t nhc_admin_identify(NhcCtrl *n, NhcReq *req)
 {
     NvmeIdentify *c = (NvmeIdentify *)&req->cmd;
 
+    trace_nhc_admin_identify(c->cns, le32_to_cpu(c->nsid));
     switch (c->cns) {
     case NVME_ID_CNS_NS:            return nhc_identify_ns(n, req);
     case NVME_ID_CNS_CTRL:          return nhc_identify_ctrl(n, req);
@@ -358,6 +361,7 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
     g_autofree uint8_t *out = NULL;
     uint8_t event_type = 0xff;
 
+    trace_nhc_admin_get_log(lid, off, len);
     if ((off & 3) || len > (4096u << NHC_MDTS)) {
         return NHC_STATUS(NVME_INVALID_FIELD);
     }
@@ -434,6 +438,7 @@ void nhc_aer_post(NhcCtrl *n)
         if (!(n->aer_mask & (1 << type))) {
             NhcReq *req = n->aer_reqs[--n->outstanding_aers];
             req->cqe.result = cpu_to_le32(ev);
+            trace_nhc_aer_post(ev);
             req->status = NVME_SUCCESS;
             n->aer_mask |= 1 << type;
             g_queue_delete_link(&n->events, l);

@@ -6,19 +6,20 @@
  * and survive QEMU being killed, as DRAM behind capacitors would.  Here: BAR1, the NVMe PMR
  * registers in BAR0, the vendor admin commands that move data between the window and the
  * LBAs through the engine and the block backend, the refusal of block writes to pinned LBAs,
- * and the three ways power is lost (QEMU exits, QEMU is killed, `power-cut` over QMP).
+ * and the window's save when power is lost (QEMU exits, QEMU is killed, `power-cut` over QMP,
+ * which ctrl.c handles).
  * docs/bar-pm.md is the user-facing description.
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/error-report.h"
 #include "qapi/error.h"
-#include "block/block_int-common.h"
 #include "system/block-backend.h"
 #include "system/runstate.h"
 #include "system/system.h"
 
 #include "nvme-hybrid.h"
+#include "trace.h"
 #include "ba-manager.h"
 
 /* Command specific status values in the vendor specific range (SCT 1h, SC C0h-FFh). */
@@ -196,6 +197,7 @@ static void nhc_ba_move_cb(void *opaque, int ret)
     bool was = nhc_guard_enter(n);
     uint64_t off, slba, nlb;
 
+    trace_nhc_ba_done(req->cmd.opcode, nhc_ba_eid(req), ret);
     /* The table changes only for a transfer that worked and a host still there to see it. */
     if (ret == 0 && !req->aborted) {
         if (req->cmd.opcode == NHC_ADM_BA_PIN) {
@@ -225,7 +227,7 @@ static void nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, ui
     uint64_t done;
 
     if (!nh_engine_submit(n->engine, &r, now, &done, &err)) {
-        qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: engine refused a BA transfer: %s\n",
+        NHC_GUEST_ERR(trace_nhc_err_engine(err->message), "engine refused a BA transfer: %s",
                       err->message);
         req->status = NVME_INTERNAL_DEV_ERROR;
         nhc_req_io_done(req);
@@ -239,6 +241,7 @@ static void nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, ui
         req->pending++;
         timer_mod(req->timer, done);
     }
+    trace_nhc_ba_start(req->cmd.opcode, nhc_ba_eid(req), woff, slba, len);
     qemu_iovec_init_buf(&req->iov, n->ba->window + woff, len);
     nhc_backend_rw(n, req, r.offset, &req->iov, to_lbas, to_lbas ? BDRV_REQ_FUA : 0,
                    nhc_ba_move_cb);
@@ -298,6 +301,7 @@ void nhc_ba_forget(NhcCtrl *n, NhcReq *req)
 
 static uint16_t nhc_ba_admit(NhcCtrl *n, NhcReq *req)
 {
+    trace_nhc_ba_admit(req->cmd.opcode, nhc_ba_eid(req));
     g_ptr_array_add(n->ba_ops, req);
     req->ba_waiting = true;
     req->pending = 1;
@@ -448,8 +452,10 @@ uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb)
 
 /* ------------------------------------------------------------------------------ power loss */
 
-static void nhc_ba_save(NhcCtrl *n)
+/* The capacitors save the window (a power cut, or QEMU exiting). */
+void nhc_ba_power_loss(NhcCtrl *n)
 {
+    trace_nhc_ba_power_loss(n->ba != NULL);
     if (n->ba) {
         nh_ba_dump(n->ba, n->ba_dump_ns);
     }
@@ -457,54 +463,10 @@ static void nhc_ba_save(NhcCtrl *n)
 
 static void nhc_ba_exit_notify(Notifier *notifier, void *data)
 {
-    nhc_ba_save(container_of(notifier, NhcCtrl, ba_exit_notifier));
-}
-
-/*
- * An injected power cut: the whole machine loses power.  What a volatile write buffer held is
- * lost (nhc_state_power_loss), the capacitors save the window, and the process ends at once, as
- * with SIGKILL: no exit notifier runs, so the engine state stays marked unclean and the next
- * start counts an unsafe shutdown.
- */
-static void nhc_ba_set_power_cut(Object *obj, bool value, Error **errp)
-{
-    NhcCtrl *n = NVME_HYBRID(obj);
-
-    if (!DEVICE(obj)->realized) {
-        error_setg(errp, "power-cut: the device is not realized");
-        return;
-    }
-    if (!value) {
-        return;
-    }
-    nhc_state_power_loss(n);
-    nhc_ba_save(n);
-    error_report("nvme-hybrid: power cut%s; QEMU stops", n->ba ? ", BA window saved" : "");
-    _exit(0);
-}
-
-void nhc_ba_class_init(ObjectClass *oc)
-{
-    object_class_property_add_bool(oc, "power-cut", NULL, nhc_ba_set_power_cut);
-    object_class_property_set_description(oc, "power-cut",
-        "write true: power fails now (the capacitors save the BAR1 window, volatile state "
-        "is lost, QEMU stops at once); see docs/bar-pm.md");
+    nhc_ba_power_loss(container_of(notifier, NhcCtrl, ba_exit_notifier));
 }
 
 /* ------------------------------------------------------------------------------ realize */
-
-static char *nhc_ba_resolve_file(NhcCtrl *n)
-{
-    BlockDriverState *bs = blk_bs(n->blkconf.blk);
-
-    if (n->ba_file) {
-        return *n->ba_file && strcmp(n->ba_file, "none") ? g_strdup(n->ba_file) : NULL;
-    }
-    if (bs && g_file_test(bs->filename, G_FILE_TEST_IS_REGULAR)) {
-        return g_strdup_printf("%s.nh-ba", bs->filename);
-    }
-    return NULL;
-}
 
 bool nhc_ba_realize(NhcCtrl *n, Error **errp)
 {
@@ -530,7 +492,7 @@ bool nhc_ba_realize(NhcCtrl *n, Error **errp)
         error_setg(errp, "%s", gerr->message);
         return false;
     }
-    path = nhc_ba_resolve_file(n);
+    path = nhc_file_property(n, n->ba_file, ".nh-ba");
     n->ba = nh_ba_open(path, n->ba_size, n->ba_entries, n->lba_size, n->nsze, &gerr);
     if (!n->ba) {
         error_setg(errp, "%s", gerr->message);
@@ -560,22 +522,10 @@ bool nhc_ba_realize(NhcCtrl *n, Error **errp)
  * the Error Information log (and PMRSTS.HSTS says Restore Error). */
 void nhc_ba_report_restore(NhcCtrl *n)
 {
-    NvmeErrorLog *e;
-
-    if (!nhc_ba_restore_failed(n)) {
-        return;
+    /* not tied to a command: the saved window could not be read back intact */
+    if (nhc_ba_restore_failed(n)) {
+        nhc_error_log_push(n, 0xffff, 0xffff, NHC_STATUS(NVME_UNRECOVERED_READ), 0, 0);
     }
-    n->smart.error_count++;
-    memmove(&n->error_log[1], &n->error_log[0],
-            sizeof(n->error_log) - sizeof(n->error_log[0]));
-    e = &n->error_log[0];
-    memset(e, 0, sizeof(*e));
-    e->error_count = cpu_to_le64(n->smart.error_count);
-    e->sqid = cpu_to_le16(0xffff);          /* not tied to a command */
-    e->cid = cpu_to_le16(0xffff);
-    /* the saved window could not be read back intact */
-    e->status_field = cpu_to_le16(NHC_STATUS(NVME_UNRECOVERED_READ) << 1);
-    e->param_error_location = cpu_to_le16(0xffff);
 }
 
 void nhc_ba_exit(NhcCtrl *n)
@@ -583,7 +533,7 @@ void nhc_ba_exit(NhcCtrl *n)
     if (!n->ba) {
         return;
     }
-    nhc_ba_save(n);
+    nhc_ba_power_loss(n);
     qemu_remove_exit_notifier(&n->ba_exit_notifier);
     nh_ba_close(n->ba);
     n->ba = NULL;

@@ -8,6 +8,7 @@
 #include "system/block-backend.h"
 
 #include "nvme-hybrid.h"
+#include "trace.h"
 
 #define NHC_PM_WH_MAX       2       /* Workload Hints 0 (none), 1 and 2; the rest reserved */
 #define NHC_TMPSEL_ALL      0xf     /* Set Features only: every temperature sensor */
@@ -117,6 +118,7 @@ uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req)
     uint32_t result = 0;
     uint16_t status;
 
+    trace_nhc_admin_get_features(fid, sel, le32_to_cpu(req->cmd.cdw11));
     if (sel > NVME_GETFEAT_SELECT_CAP) {
         return NHC_STATUS(NVME_INVALID_FIELD);
     }
@@ -223,6 +225,7 @@ uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
     uint32_t dw10 = le32_to_cpu(req->cmd.cdw10);
     uint32_t dw11 = le32_to_cpu(req->cmd.cdw11);
 
+    trace_nhc_admin_set_features(NVME_GETSETFEAT_FID(dw10), dw11);
     if (NVME_SETFEAT_SAVE(dw10)) {
         return NHC_STATUS(NVME_FID_NOT_SAVEABLE);
     }

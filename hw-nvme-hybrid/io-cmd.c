@@ -13,6 +13,7 @@
 #include "system/cpu-timers.h"
 
 #include "nvme-hybrid.h"
+#include "trace.h"
 
 
 /* ------------------------------------------------------------------------------ PRPs */
@@ -51,8 +52,8 @@ static uint16_t nhc_prp_add(NhcCtrl *n, QEMUSGList *qsg, uint64_t addr, uint32_t
                             bool to_host)
 {
     if (!nhc_dma_is_ram(n, addr, len, to_host)) {
-        qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: PRP 0x%" PRIx64 " (+%u) is not guest "
-                      "RAM\n", addr, len);
+        NHC_GUEST_ERR(trace_nhc_err_prp_not_ram(addr, len),
+                      "PRP 0x%" PRIx64 " (+%u) is not guest RAM", addr, len);
         return NHC_STATUS(NVME_DATA_TRAS_ERROR);
     }
     qemu_sglist_add(qsg, addr, len);
@@ -170,7 +171,7 @@ static uint16_t nhc_io_engine(NhcCtrl *n, NhOp op, uint64_t off, uint64_t len, u
     g_autoptr(GError) err = NULL;
 
     if (!nh_engine_submit(n->engine, &r, now, done, &err)) {
-        qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: engine refused a request: %s\n",
+        NHC_GUEST_ERR(trace_nhc_err_engine(err->message), "engine refused a request: %s",
                       err->message);
         return NVME_INTERNAL_DEV_ERROR;
     }
@@ -234,6 +235,7 @@ void nhc_req_backend_done(NhcReq *req, int ret)
     if (ret == -ECANCELED) {
         req->status = NVME_CMD_ABORT_SQ_DEL;
     } else if (ret < 0) {
+        trace_nhc_err_backend(req->sq->sqid, le16_to_cpu(req->cmd.cid), ret);
         error_report_once("nvme-hybrid: block backend I/O failed: %s", strerror(-ret));
         req->status = nhc_req_reads_backend(req) ? NVME_UNRECOVERED_READ : NVME_WRITE_FAULT;
     }
@@ -369,6 +371,8 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     uint64_t off, len;
     uint16_t status = nhc_rw_check_and_map(n, req, write, &off, &len);
 
+    trace_nhc_io_rw(le16_to_cpu(rw->cid), write, le64_to_cpu(rw->slba),
+                    le16_to_cpu(rw->nlb) + 1, fua);
     if (status) {
         return status;
     }
@@ -431,9 +435,11 @@ static void nhc_compare_cb(void *opaque, int ret)
 
 static uint16_t nhc_io_compare(NhcCtrl *n, NhcReq *req)
 {
+    NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
     uint64_t off, len;
     uint16_t status = nhc_rw_check_and_map(n, req, false, &off, &len);
 
+    trace_nhc_io_compare(le16_to_cpu(rw->cid), le64_to_cpu(rw->slba), le16_to_cpu(rw->nlb) + 1);
     if (status) {
         return status;
     }
@@ -444,11 +450,7 @@ static uint16_t nhc_io_compare(NhcCtrl *n, NhcReq *req)
     req->bounce_len = len;
     req->bounce = g_malloc(2 * len);
     qemu_iovec_init_buf(&req->iov, req->bounce, len);
-    if (icount_enabled()) {
-        nhc_compare_cb(req, blk_pread(n->blkconf.blk, off, len, req->bounce, 0));
-        return NHC_ASYNC;
-    }
-    req->aiocb = blk_aio_preadv(n->blkconf.blk, off, &req->iov, 0, nhc_compare_cb, req);
+    nhc_backend_rw(n, req, off, &req->iov, false, 0, nhc_compare_cb);
     return NHC_ASYNC;
 }
 
@@ -462,6 +464,7 @@ static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
     bool deac = le32_to_cpu(req->cmd.cdw12) & (1 << 25);
     uint16_t status;
 
+    trace_nhc_io_write_zeroes(le16_to_cpu(rw->cid), slba, nlb, deac);
     status = nhc_check_range(n, slba, nlb);
     if (!status) {
         status = nhc_ba_check_write(n, slba, nlb);
@@ -530,6 +533,7 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
     int64_t now;
     uint64_t done = 0;
 
+    trace_nhc_io_dsm(le16_to_cpu(req->cmd.cid), nr, attr);
     if (!(attr & NVME_DSMGMT_AD)) {
         return NVME_SUCCESS;        /* integral read/write hints only: nothing to do */
     }
@@ -574,8 +578,10 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
 
 static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
 {
-    uint16_t status = nhc_io_model(n, req, NH_OP_FLUSH, 0, 0, 0);
+    uint16_t status;
 
+    trace_nhc_io_flush(le16_to_cpu(req->cmd.cid));
+    status = nhc_io_model(n, req, NH_OP_FLUSH, 0, 0, 0);
     if (status != NHC_ASYNC) {
         return status;
     }

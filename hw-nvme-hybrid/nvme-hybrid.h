@@ -3,9 +3,11 @@
  * statistics come from the engine (ftl/engine.h).
  *
  * One file per concern:
- *   ctrl.c       PCI function, BAR0 registers, controller enable/reset/shutdown, doorbells,
- *                submission and completion queues, interrupts, properties
- *   admin-cmd.c  admin commands (nhc_admin_*), features, log pages
+ *   ctrl.c       PCI function, controller enable/reset/shutdown, error log, properties
+ *   regs.c       BAR0: registers, doorbells, MSI-X
+ *   queues.c     submission and completion queues, fetch, completion, interrupts, deletion
+ *   admin-cmd.c  admin commands (nhc_admin_*), log pages
+ *   features.c   Get/Set Features
  *   io-cmd.c     NVM I/O commands (nhc_io_*), PRP data transfer, the block backend
  *   state.c      persistence of engine and SMART state across runs, crash recovery
  *   bar-pm.c     the BAR1 persistent-memory window: PMR registers, BA_* vendor admin
@@ -23,6 +25,7 @@
 #include "system/dma.h"
 #include "block/nvme.h"
 #include "qemu/timer.h"
+#include "qemu/log.h"
 #include "qemu/notify.h"
 #include "qom/object.h"
 
@@ -256,11 +259,32 @@ static inline void nhc_guard_exit(NhcCtrl *n, bool was)
     DEVICE(n)->mem_reentrancy_guard.engaged_in_io = was;
 }
 
+/* A guest error: a trace event and, with -d guest_errors, a log line. */
+#define NHC_GUEST_ERR(trace_call, fmt, ...) do {                                    \
+        trace_call;                                                                 \
+        qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: " fmt "\n", ## __VA_ARGS__);   \
+    } while (0)
+
 /* ctrl.c */
+void nhc_record_error(NhcCtrl *n, NhcReq *req);
+void nhc_error_log_push(NhcCtrl *n, uint16_t sqid, uint16_t cid, uint16_t status,
+                        uint32_t nsid, uint64_t lba);
+void nhc_ctrl_enable(NhcCtrl *n);
+void nhc_ctrl_reset(NhcCtrl *n);
+void nhc_ctrl_reset_done(NhcCtrl *n);
+void nhc_ctrl_shutdown(NhcCtrl *n);
+
+/* regs.c */
+void nhc_init_regs(NhcCtrl *n);
+bool nhc_init_bar0(NhcCtrl *n, Error **errp);
+
+/* queues.c */
 void nhc_req_complete(NhcReq *req);
 void nhc_req_io_done(NhcReq *req);
-void nhc_raise_event(NhcCtrl *n, uint8_t type, uint8_t info, uint8_t log_page);
-void nhc_record_error(NhcCtrl *n, NhcReq *req);
+void nhc_intx_update(NhcCtrl *n);
+void nhc_post_cqes(NhcCQ *cq);
+void nhc_fetch_bh(void *opaque);
+void nhc_sq_kick(NhcSQ *sq);
 uint16_t nhc_create_sq(NhcCtrl *n, uint16_t sqid, uint16_t cqid, uint64_t dma_addr,
                        uint32_t size);
 uint16_t nhc_create_cq(NhcCtrl *n, uint16_t cqid, uint64_t dma_addr, uint32_t size,
@@ -272,6 +296,7 @@ void nhc_dbbuf_attach(NhcCtrl *n, uint16_t qid);
 /* admin-cmd.c */
 uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req);
 void nhc_aer_post(NhcCtrl *n);
+void nhc_raise_event(NhcCtrl *n, uint8_t type, uint8_t info, uint8_t log_page);
 
 /* features.c */
 uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req);
@@ -295,7 +320,7 @@ uint16_t nhc_dma_from_host(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd);
 bool nhc_ba_realize(NhcCtrl *n, Error **errp);
 void nhc_ba_report_restore(NhcCtrl *n);
 void nhc_ba_exit(NhcCtrl *n);
-void nhc_ba_class_init(ObjectClass *oc);
+void nhc_ba_power_loss(NhcCtrl *n);
 void nhc_ba_init_regs(NhcCtrl *n);
 uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off);
 void nhc_ba_write_pmrctl(NhcCtrl *n, uint32_t val);
@@ -309,6 +334,7 @@ uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_flush(NhcCtrl *n, NhcReq *req);
 
 /* state.c */
+char *nhc_file_property(NhcCtrl *n, const char *prop, const char *suffix);
 void nhc_state_open(NhcCtrl *n, Error **errp);
 void nhc_state_save(NhcCtrl *n);
 void nhc_state_touch(NhcCtrl *n);
