@@ -91,12 +91,13 @@ static void nhc_features_default(NhcCtrl *n)
 void nhc_ctrl_reset(NhcCtrl *n)
 {
     trace_nhc_ctrl_reset();
-    n->resetting = true;
     for (uint32_t i = n->num_queues; i-- > 0; ) {
         if (n->sq[i]) {
             nhc_delete_sq(n, i, NULL);
         }
     }
+    /* Only now: an SQ freed during the walk above must not finish the reset early. */
+    n->resetting = true;
     for (uint32_t i = n->num_queues; i-- > 0; ) {
         if (n->cq[i]) {
             nhc_delete_cq(n, i);
