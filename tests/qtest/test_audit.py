@@ -442,3 +442,22 @@ def test_pin_waits_for_writes_in_flight(make):
     cqe, back = c.read(q, 16 * 1024 - 8, 8)
     assert back == data[-4096:], "BA_FLUSH overwrote the write with stale data"
     survives(vm, c, q)
+
+
+def test_sync_and_flush_of_one_entry_in_order(make):
+    """BA_SYNC, BA_FLUSH, BA_SYNC of one entry rung together run in order:
+    the second BA_SYNC finds the entry released (Entry Not Pinned), and the
+    LBAs hold the window's bytes."""
+    vm, c = make()
+    c.wr32(REG_PMRCTL, 1)
+    assert c.admin_cmd(pin_cmd(3, 8192, 300, 8)).ok
+    bar1 = c.bars[1][0]
+    c.qt.memwrite(bar1 + 8192, b"\x42" * 4096)
+    cids = submit_together(c, c.admin, [nq.sqe(BA_SYNC, cdw10=3), nq.sqe(BA_FLUSH, cdw10=3),
+                                        nq.sqe(BA_SYNC, cdw10=3)])
+    assert c.wait(c.admin, cids[0]).ok
+    assert c.wait(c.admin, cids[1]).ok
+    assert_status(c.wait(c.admin, cids[2]), C, 0xC2, "synced after the flush released it")
+    q = c.create_io_queue(1, 16)
+    assert c.read(q, 300, 8)[1] == b"\x42" * 4096
+    survives(vm, c, q)
