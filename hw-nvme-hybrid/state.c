@@ -16,7 +16,6 @@
 #include "qapi/error.h"
 #include "block/block.h"
 #include "block/qapi.h"
-#include "qapi/qapi-types-block.h"
 #include "system/block-backend.h"
 
 #include "nvme-hybrid.h"

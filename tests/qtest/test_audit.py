@@ -461,3 +461,57 @@ def test_sync_and_flush_of_one_entry_in_order(make):
     q = c.create_io_queue(1, 16)
     assert c.read(q, 300, 8)[1] == b"\x42" * 4096
     survives(vm, c, q)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_teardown_with_random_work_in_flight(make, seed):
+    """Seeded random batches of writes, reads, Dataset Management and BA_*
+    commands, cut short by Delete I/O SQ, a controller reset, or nothing,
+    after a random number of clock steps."""
+    import random
+    r = random.Random(seed)
+    vm, c = make("latency=zero" if seed % 2 else "")
+    c.wr32(REG_PMRCTL, 1)
+    buf = c.dma_buffer(128 << 10, bytes(r.randrange(256) for _ in range(512)) * 256)
+    prp2 = c.prps(buf, 128 << 10)[1]
+    ranges = dsm_ranges(c, 64, 64)
+    for round_ in range(12):
+        q = c.create_io_queue(1, 32)
+        cmds = []
+        for _ in range(r.randrange(1, 31)):
+            kind = r.randrange(4)
+            slba = r.randrange(0, 100_000)
+            nlb = r.randrange(1, 257)
+            if kind == 0:
+                cmds.append(rw_cmd(nq.IO_WRITE, slba, nlb, buf, prp2))
+            elif kind == 1:
+                cmds.append(rw_cmd(nq.IO_READ, slba, nlb, buf, prp2))
+            elif kind == 2:
+                cmds.append(nq.sqe(nq.IO_DSM, nsid=1, prp1=ranges, cdw10=r.randrange(64),
+                                   cdw11=4))
+            else:
+                cmds.append(nq.sqe(nq.IO_FLUSH, nsid=1))
+        submit_together(c, q, cmds)
+        eid = round_ % 8
+        submit_together(c, c.admin, [pin_cmd(eid, eid * 65536, r.randrange(0, 100_000), 16),
+                                     nq.sqe(BA_SYNC, cdw10=eid), nq.sqe(BA_FLUSH, cdw10=eid)])
+        for _ in range(r.randrange(0, 4)):
+            c.qt.clock_step(r.choice((1_000, 50_000, 1_000_000)))
+        how = r.randrange(3)
+        if how == 0:
+            c.disable()
+            c.enable()
+            c.wr32(REG_PMRCTL, 1)
+        else:
+            if how == 1:
+                assert c.delete_sq(1).ok
+            else:
+                c.qt.clock_step(20_000_000)
+                while c.poll(q.cq) is not None:
+                    pass
+                assert c.delete_sq(1).ok
+            assert c.delete_cq(1).ok
+            c.qt.clock_step(20_000_000)
+            c.admin.cq.done.clear()
+        assert vm.alive(), vm.stderr_text()
+    survives(vm, c)
