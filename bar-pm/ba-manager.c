@@ -228,65 +228,150 @@ static bool nh_ba_table_sane(const NhBa *ba)
     return true;
 }
 
-/* The image will not be used: keep it for inspection, then start from a zeroed window. */
-static void nh_ba_discard(NhBa *ba, const char *path, NhBaRestore why, const char *what)
+/* Copy the file as it is now to <path>.bad, for inspection; returns that path, or NULL. */
+static char *nh_ba_keep_bad(NhBa *ba, const char *path)
 {
     g_autofree char *bad = g_strdup_printf("%s.bad", path);
-    int out = open(bad, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int out = open(bad, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char buf[64 * 1024];
+    off_t off = 0;
+    ssize_t got;
 
-    if (out >= 0) {
-        size_t done = 0;
-        while (done < ba->map_len) {
-            ssize_t w = write(out, ba->map + done, ba->map_len - done);
-            if (w <= 0) {
-                break;
-            }
-            done += w;
-        }
-        close(out);
+    if (out < 0) {
+        return NULL;
     }
+    while ((got = pread(ba->fd, buf, sizeof(buf), off)) > 0) {
+        for (ssize_t done = 0, w; done < got; done += w) {
+            w = write(out, buf + done, got - done);
+            if (w <= 0) {
+                close(out);
+                return NULL;
+            }
+        }
+        off += got;
+    }
+    close(out);
+    return got < 0 ? NULL : g_steal_pointer(&bad);
+}
+
+/* The image will not be used (a copy is in @bad): start from a zeroed window. */
+static void nh_ba_discarded(NhBa *ba, char *bad, NhBaRestore why, const char *what)
+{
     ba->restore = why;
     ba->restore_why = g_strdup_printf("%s (a copy of the file is in %s)", what,
-                                      out >= 0 ? bad : "nowhere: cannot write");
+                                      bad ? bad : "nowhere: cannot write");
+    g_free(bad);
     nh_ba_format(ba);
+}
+
+/* What makes a saved image of the right size unusable, or NULL; *why: corrupt or torn. */
+static const char *nh_ba_damage(NhBa *ba, NhBaRestore *why)
+{
+    NhBaHeader *h = ba->hdr;
+
+    *why = NH_BA_CORRUPT;
+    if (h->meta_crc != nh_ba_meta_crc(ba)) {
+        return "header or entry table checksum mismatch";
+    }
+    if (h->window_offset != NH_BA_META_SIZE) {
+        return "the header places the window elsewhere than this version does";
+    }
+    if (!nh_ba_table_sane(ba)) {
+        return "entry table describes impossible pins";
+    }
+    switch (h->state) {
+    case NH_BA_STATE_DUMPED:
+        return h->window_crc != nh_ba_window_crc(ba) ? "window checksum mismatch" : NULL;
+    case NH_BA_STATE_RUNNING:
+        return NULL;
+    case NH_BA_STATE_DUMPING:
+        *why = NH_BA_TORN;
+        return "the last dump did not finish";
+    default:
+        return "unknown state in the header";
+    }
 }
 
 static void nh_ba_recover(NhBa *ba, const char *path)
 {
     NhBaHeader *h = ba->hdr;
+    NhBaRestore why;
+    const char *damage = nh_ba_damage(ba, &why);
 
-    if (h->meta_crc != nh_ba_meta_crc(ba)) {
-        nh_ba_discard(ba, path, NH_BA_CORRUPT, "header or entry table checksum mismatch");
+    if (damage) {
+        nh_ba_discarded(ba, nh_ba_keep_bad(ba, path), why, damage);
         return;
     }
-    if (!nh_ba_table_sane(ba)) {
-        nh_ba_discard(ba, path, NH_BA_CORRUPT, "entry table describes impossible pins");
-        return;
-    }
-    switch (h->state) {
-    case NH_BA_STATE_DUMPED:
-        if (h->window_crc != nh_ba_window_crc(ba)) {
-            nh_ba_discard(ba, path, NH_BA_CORRUPT, "window checksum mismatch");
-            return;
-        }
-        ba->restore = NH_BA_RESTORED;
-        break;
-    case NH_BA_STATE_RUNNING:
+    if (h->state == NH_BA_STATE_RUNNING) {
         /* Killed while running: the file holds exactly what the DRAM held at that instant,
          * which is what the capacitors would have dumped; the dump is done now. */
         h->window_crc = nh_ba_window_crc(ba);
         h->dumps++;
         ba->restore = NH_BA_RECOVERED;
-        break;
-    case NH_BA_STATE_DUMPING:
-        nh_ba_discard(ba, path, NH_BA_TORN, "the last dump did not finish");
-        return;
-    default:
-        nh_ba_discard(ba, path, NH_BA_CORRUPT, "unknown state in the header");
-        return;
+    } else {
+        ba->restore = NH_BA_RESTORED;
     }
     h->state = NH_BA_STATE_RUNNING;
     nh_ba_seal(ba);
+}
+
+/* Open @path, created when missing (*created), and lock it for this device alone. */
+static bool nh_ba_open_file(NhBa *ba, const char *path, bool *created, off_t *size,
+                            GError **errp)
+{
+    struct stat st;
+
+    ba->fd = open(path, O_RDWR | O_CLOEXEC);
+    *created = ba->fd < 0 && errno == ENOENT;
+    if (*created) {
+        ba->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
+    if (ba->fd < 0 || fstat(ba->fd, &st) < 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: cannot open %s: %s", path,
+                    g_strerror(errno));
+        return false;
+    }
+    /* Two devices on one window would each take the other's stores for their own. */
+    if (flock(ba->fd, LOCK_EX | LOCK_NB) < 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s is in use by another device "
+                    "or QEMU (%s)", path, g_strerror(errno));
+        return false;
+    }
+    *size = st.st_size;
+    return true;
+}
+
+/* The file must be ours (magic and version) and made for this geometry: otherwise it is
+ * refused untouched.  A file shorter than the header whose bytes begin the magic (or an empty
+ * one) is a torn save of ours, which the caller discards. */
+static bool nh_ba_check_header(NhBa *ba, const char *path, GError **errp)
+{
+    NhBaHeader h;
+    ssize_t got = pread(ba->fd, &h, sizeof(h), 0);
+
+    if (got >= 0 && got < (ssize_t)sizeof(h) && !memcmp(&h, NH_BA_MAGIC, MIN(got, 8))) {
+        return true;
+    }
+    if (got != sizeof(h) || memcmp(h.magic, NH_BA_MAGIC, 8) || h.version != NH_BA_VERSION) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s is not an nvme-hybrid BA "
+                    "window file (version %u); refusing to overwrite it", path, NH_BA_VERSION);
+        return false;
+    }
+    if (h.window_size != ba->size || h.entries != ba->entries || h.lba_size != ba->lba_size) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s was made with ba-size=%" PRIu64
+                    ", ba-entries=%u, lba-size=%u; this device has %" PRIu64 ", %u, %u",
+                    path, (uint64_t)h.window_size, h.entries, h.lba_size, ba->size,
+                    ba->entries, ba->lba_size);
+        return false;
+    }
+    return true;
+}
+
+static void nh_ba_layout(NhBa *ba)
+{
+    ba->hdr = (NhBaHeader *)ba->map;
+    ba->table = (NhBaEntry *)(ba->map + NH_BA_TABLE_OFFSET);
+    ba->window = ba->map + NH_BA_META_SIZE;
 }
 
 NhBa *nh_ba_open(const char *path, uint64_t size, uint32_t entries, uint32_t lba_size,
@@ -294,8 +379,10 @@ NhBa *nh_ba_open(const char *path, uint64_t size, uint32_t entries, uint32_t lba
 {
     g_autofree NhBa *ba = g_new0(NhBa, 1);
     size_t len = NH_BA_META_SIZE + size;
-    struct stat st;
-    bool fresh;
+    const char *wrong_size = NULL;
+    char *bad = NULL;
+    bool created;
+    off_t was;
 
     ba->size = size;
     ba->entries = entries;
@@ -310,63 +397,41 @@ NhBa *nh_ba_open(const char *path, uint64_t size, uint32_t entries, uint32_t lba
                         len, g_strerror(errno));
             return NULL;
         }
-        ba->hdr = (NhBaHeader *)ba->map;
-        ba->table = (NhBaEntry *)(ba->map + NH_BA_TABLE_OFFSET);
-        ba->window = ba->map + NH_BA_META_SIZE;
+        nh_ba_layout(ba);
         nh_ba_format(ba);
         return g_steal_pointer(&ba);
     }
 
-    ba->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (ba->fd < 0 || fstat(ba->fd, &st) < 0) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: cannot open %s: %s", path,
-                    g_strerror(errno));
+    if (!nh_ba_open_file(ba, path, &created, &was, errp) ||
+        (!created && !nh_ba_check_header(ba, path, errp))) {
         goto fail;
     }
-    /* Two devices on one window would each take the other's stores for their own. */
-    if (flock(ba->fd, LOCK_EX | LOCK_NB) < 0) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s is in use by another device "
-                    "or QEMU (%s)", path, g_strerror(errno));
-        goto fail;
+    /* Only a file made now is new.  One of another length (even empty) is a save the device
+     * did not write that way: kept as it is, then resized and discarded. */
+    if (!created && (uint64_t)was != len) {
+        wrong_size = (uint64_t)was < len ? "the file is shorter than the window"
+                                         : "the file is longer than the window";
+        bad = nh_ba_keep_bad(ba, path);
     }
-    fresh = st.st_size == 0;
-    if (!fresh) {
-        NhBaHeader h;
-        if (pread(ba->fd, &h, sizeof(h), 0) != sizeof(h) || memcmp(h.magic, NH_BA_MAGIC, 8) ||
-            h.version != NH_BA_VERSION) {
-            g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s is not an nvme-hybrid BA "
-                        "window file (version %u); refusing to overwrite it", path,
-                        NH_BA_VERSION);
-            goto fail;
-        }
-        if (h.window_size != size || h.entries != entries || h.lba_size != lba_size) {
-            g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s was made with ba-size=%" PRIu64
-                        ", ba-entries=%u, lba-size=%u; this device has %" PRIu64 ", %u, %u",
-                        path, (uint64_t)h.window_size, h.entries, h.lba_size, size, entries,
-                        lba_size);
-            goto fail;
-        }
-    }
-    /* A shorter file is a torn save; extending it keeps what is there for the checks. */
-    if ((uint64_t)st.st_size != len && ftruncate(ba->fd, len) < 0) {
+    if ((uint64_t)was != len && ftruncate(ba->fd, len) < 0) {
         g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: cannot size %s to %zu bytes: %s",
                     path, len, g_strerror(errno));
+        g_free(bad);
         goto fail;
     }
     ba->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ba->fd, 0);
     if (ba->map == MAP_FAILED) {
         g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: cannot map %s: %s", path,
                     g_strerror(errno));
+        g_free(bad);
         goto fail;
     }
-    ba->hdr = (NhBaHeader *)ba->map;
-    ba->table = (NhBaEntry *)(ba->map + NH_BA_TABLE_OFFSET);
-    ba->window = ba->map + NH_BA_META_SIZE;
-    if (fresh) {
+    nh_ba_layout(ba);
+    if (created) {
         nh_ba_format(ba);
         ba->restore = NH_BA_NEW;
-    } else if ((uint64_t)st.st_size < len) {
-        nh_ba_discard(ba, path, NH_BA_TORN, "the file is shorter than the window");
+    } else if (wrong_size) {
+        nh_ba_discarded(ba, bad, (uint64_t)was < len ? NH_BA_TORN : NH_BA_CORRUPT, wrong_size);
     } else {
         nh_ba_recover(ba, path);
     }

@@ -10,8 +10,8 @@
 #include "system/block-backend.h"
 
 #include "nvme-hybrid.h"
+#include "trace.h"
 
-#define NHC_STATUS(sc)  ((sc) | NVME_DNR)
 
 /* ------------------------------------------------------------------------------ queues */
 
@@ -46,6 +46,9 @@ static uint16_t nhc_admin_create_cq(NhcCtrl *n, NhcReq *req)
     if (NVME_CC_IOCQES(n->cc) != 4) {
         return NHC_STATUS(NVME_INVALID_FIELD);     /* CC.IOCQES must name 16-byte entries */
     }
+    if (!nhc_dma_is_ram(n, prp1, (uint64_t)qsize * sizeof(NvmeCqe), true)) {
+        return NHC_STATUS(NVME_INVALID_FIELD);     /* the device posts only to guest RAM */
+    }
     nhc_create_cq(n, cqid, prp1, qsize, vector, NVME_CQ_FLAGS_IEN(flags));
     nhc_dbbuf_attach(n, cqid);
     return NVME_SUCCESS;
@@ -79,6 +82,9 @@ static uint16_t nhc_admin_create_sq(NhcCtrl *n, NhcReq *req)
     if (NVME_CC_IOSQES(n->cc) != 6) {
         return NHC_STATUS(NVME_INVALID_FIELD);     /* CC.IOSQES must name 64-byte entries */
     }
+    if (!nhc_dma_is_ram(n, prp1, (uint64_t)qsize * sizeof(NvmeCmd), false)) {
+        return NHC_STATUS(NVME_INVALID_FIELD);     /* the device fetches only from guest RAM */
+    }
     /* QPRIO only matters under weighted round robin, which CAP.AMS does not offer */
     nhc_create_sq(n, sqid, cqid, prp1, qsize);
     nhc_dbbuf_attach(n, sqid);
@@ -94,7 +100,10 @@ static uint16_t nhc_admin_doorbell_buffer_config(NhcCtrl *n, NhcReq *req)
 {
     uint64_t dbs = le64_to_cpu(req->cmd.dptr.prp1), eis = le64_to_cpu(req->cmd.dptr.prp2);
 
-    if (!dbs || !eis || (dbs | eis) & (n->page_size - 1)) {
+    trace_nhc_admin_dbbuf(dbs, eis);
+    if (!dbs || !eis || (dbs | eis) & (n->page_size - 1) ||
+        !nhc_dma_is_ram(n, dbs, n->page_size, false) ||
+        !nhc_dma_is_ram(n, eis, n->page_size, true)) {
         return NHC_STATUS(NVME_INVALID_FIELD);
     }
     n->dbbuf_dbs = dbs;
@@ -112,8 +121,10 @@ static uint16_t nhc_admin_delete_sq(NhcCtrl *n, NhcReq *req)
     if (!qid || qid >= n->num_queues || !n->sq[qid]) {
         return NHC_STATUS(NVME_INVALID_QID);
     }
-    nhc_delete_sq(n, qid, true);
-    return NVME_SUCCESS;
+    /* completes once the SQ's last command has ended */
+    req->pending = 1;
+    nhc_delete_sq(n, qid, req);
+    return NHC_ASYNC;
 }
 
 static uint16_t nhc_admin_delete_cq(NhcCtrl *n, NhcReq *req)
@@ -144,11 +155,6 @@ static void nhc_put_le128(uint8_t *dst, uint64_t val)
     stq_le_p(dst, val);
 }
 
-static bool nhc_vwc_present(NhcCtrl *n)
-{
-    return n->vwc_present;
-}
-
 static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
 {
     g_autofree NvmeIdCtrl *id = g_new0(NvmeIdCtrl, 1);
@@ -172,8 +178,8 @@ static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
     id->lpa = NVME_LPA_EXTENDED;                /* Get Log Page offsets supported */
     id->elpe = NHC_ERROR_LOG_SIZE - 1;
     id->npss = 0;
-    id->wctemp = cpu_to_le16(0x157);            /* 70 C */
-    id->cctemp = cpu_to_le16(0x175);            /* 100 C */
+    id->wctemp = cpu_to_le16(NHC_WCTEMP_K);
+    id->cctemp = cpu_to_le16(NHC_CCTEMP_K);
     nhc_put_le128(id->tnvmcap, phys);
     nhc_put_le128(id->unvmcap, 0);
     id->sqes = (6 << 4) | 6;
@@ -184,7 +190,7 @@ static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
                            NVME_ONCS_FEATURES | NVME_ONCS_TIMESTAMP);
     id->fuses = 0;
     id->fna = 0;
-    id->vwc = (nhc_vwc_present(n) ? NVME_VWC_PRESENT : 0) | NVME_VWC_NSID_BROADCAST_SUPPORT;
+    id->vwc = (n->vwc_present ? NVME_VWC_PRESENT : 0) | NVME_VWC_NSID_BROADCAST_SUPPORT;
     id->sgls = 0;                               /* PRPs only */
     pstrcpy((char *)id->subnqn, sizeof(id->subnqn), "nqn.2026-11.org.nvme-hybrid:");
     pstrcat((char *)id->subnqn, sizeof(id->subnqn), n->serial);
@@ -281,6 +287,7 @@ static uint16_t nhc_admin_identify(NhcCtrl *n, NhcReq *req)
 {
     NvmeIdentify *c = (NvmeIdentify *)&req->cmd;
 
+    trace_nhc_admin_identify(c->cns, le32_to_cpu(c->nsid));
     switch (c->cns) {
     case NVME_ID_CNS_NS:            return nhc_identify_ns(n, req);
     case NVME_ID_CNS_CTRL:          return nhc_identify_ctrl(n, req);
@@ -305,6 +312,7 @@ static void nhc_smart_log(NhcCtrl *n, NvmeSmartLog *s)
     }
     nh_engine_wear(n->engine, &wear);
     memset(s, 0, sizeof(*s));
+    s->critical_warning = nhc_temperature_warning(n) ? NVME_SMART_TEMPERATURE : 0;
     s->temperature = cpu_to_le16(NHC_TEMPERATURE_K);
     s->available_spare = 100;
     s->available_spare_threshold = 10;
@@ -346,14 +354,15 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
     uint32_t dw10 = le32_to_cpu(c->cdw10), dw11 = le32_to_cpu(c->cdw11);
     uint8_t lid = dw10 & 0xff;
     bool rae = dw10 & (1 << 15);
-    uint32_t numd = ((dw10 >> 16) | ((dw11 & 0xffff) << 16)) + 1;
+    uint64_t numd = (uint64_t)((dw10 >> 16) | ((dw11 & 0xffff) << 16)) + 1;
     uint64_t off = le32_to_cpu(c->cdw12) | ((uint64_t)le32_to_cpu(c->cdw13) << 32);
-    uint64_t len = (uint64_t)numd * 4;
+    uint64_t len = numd * 4;
     g_autoptr(GByteArray) page = g_byte_array_new();
     g_autofree uint8_t *out = NULL;
     uint8_t event_type = 0xff;
 
-    if (off & 3) {
+    trace_nhc_admin_get_log(lid, off, len);
+    if ((off & 3) || len > (4096u << NHC_MDTS)) {
         return NHC_STATUS(NVME_INVALID_FIELD);
     }
     switch (lid) {
@@ -394,9 +403,6 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
     if (off > page->len) {
         return NHC_STATUS(NVME_INVALID_FIELD);
     }
-    if (len > 16 * MiB) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
-    }
     out = g_malloc0(len);
     memcpy(out, page->data + off, MIN(len, page->len - off));
     if (!rae && event_type != 0xff) {
@@ -404,139 +410,6 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
         nhc_aer_post(n);
     }
     return nhc_dma_to_host(n, out, len, c);
-}
-
-/* ------------------------------------------------------------------------------ features */
-
-static uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req)
-{
-    uint32_t dw10 = le32_to_cpu(req->cmd.cdw10);
-    uint8_t fid = NVME_GETSETFEAT_FID(dw10);
-    uint8_t sel = NVME_GETFEAT_SELECT(dw10);
-    bool dflt = sel == NVME_GETFEAT_SELECT_DEFAULT || sel == NVME_GETFEAT_SELECT_SAVED;
-    uint32_t result;
-
-    if (sel > NVME_GETFEAT_SELECT_CAP) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
-    }
-    switch (fid) {
-    case NVME_ARBITRATION:
-        result = dflt ? NHC_ARBITRATION_DEFAULT : n->features.arbitration;
-        break;
-    case NVME_VOLATILE_WRITE_CACHE:
-        if (!nhc_vwc_present(n) && sel != NVME_GETFEAT_SELECT_CAP) {
-            return NHC_STATUS(NVME_INVALID_FIELD);
-        }
-        result = dflt ? 1 : n->wce;
-        break;
-    case NVME_NUMBER_OF_QUEUES:
-        result = dflt ? ((n->max_ioqpairs - 1) << 16 | (n->max_ioqpairs - 1))
-                      : n->features.num_queues;
-        break;
-    case NVME_INTERRUPT_COALESCING:
-        result = dflt ? 0 : n->features.int_coalescing;
-        break;
-    case NVME_ASYNCHRONOUS_EVENT_CONF:
-        result = dflt ? 0 : n->features.async_config;
-        break;
-    case NVME_TIMESTAMP: {
-        uint8_t ts[8] = { 0 };
-        uint64_t now_ms = 0;
-        if (sel == NVME_GETFEAT_SELECT_CAP) {
-            result = NVME_FEAT_CAP_CHANGE;
-            break;
-        }
-        if (n->features.timestamp_set && !dflt) {
-            now_ms = n->features.timestamp_ms +
-                     (qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - n->features.timestamp_base_ns) /
-                     SCALE_MS;
-            ts[6] = 1 << 1;     /* Timestamp Origin: set by a host */
-        } else {
-            now_ms = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) / SCALE_MS;  /* since reset */
-        }
-        stq_le_p(ts, now_ms & 0xffffffffffffull);
-        return nhc_dma_to_host(n, ts, sizeof(ts), &req->cmd);
-    }
-    default:
-        return NHC_STATUS(NVME_INVALID_FIELD);
-    }
-    if (sel == NVME_GETFEAT_SELECT_CAP) {
-        result = NVME_FEAT_CAP_CHANGE;
-    }
-    req->cqe.result = cpu_to_le32(result);
-    return NVME_SUCCESS;
-}
-
-static uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
-{
-    uint32_t dw10 = le32_to_cpu(req->cmd.cdw10);
-    uint32_t dw11 = le32_to_cpu(req->cmd.cdw11);
-    uint8_t fid = NVME_GETSETFEAT_FID(dw10);
-
-    if (NVME_SETFEAT_SAVE(dw10)) {
-        return NHC_STATUS(NVME_FID_NOT_SAVEABLE);
-    }
-    switch (fid) {
-    case NVME_ARBITRATION:
-        /* Round robin with Arbitration Burst: see nhc_process_sq(). */
-        n->features.arbitration = dw11;
-        break;
-    case NVME_VOLATILE_WRITE_CACHE:
-        if (!nhc_vwc_present(n) && !(dw11 & 1)) {
-            return NVME_SUCCESS;
-        }
-        if (!nhc_vwc_present(n)) {
-            return NHC_STATUS(NVME_INVALID_FIELD);
-        }
-        n->wce = dw11 & 1;
-        if (!n->wce) {
-            /* Write-through from now on: drain what the buffer and the backend hold. */
-            NhRequest flush = { .op = NH_OP_FLUSH };
-            uint64_t done;
-            nh_engine_submit(n->engine, &flush, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), &done,
-                             NULL);
-            blk_flush(n->blkconf.blk);
-        }
-        if (n->backend_wc) {
-            blk_set_enable_write_cache(n->blkconf.blk, n->wce);
-        }
-        break;
-    case NVME_NUMBER_OF_QUEUES: {
-        uint32_t nsqr = dw11 & 0xffff, ncqr = dw11 >> 16;
-        uint32_t max = n->max_ioqpairs - 1;
-        if (nsqr == 0xffff || ncqr == 0xffff) {
-            return NHC_STATUS(NVME_INVALID_FIELD);
-        }
-        for (uint32_t i = 1; i < n->num_queues; i++) {
-            if (n->sq[i] || n->cq[i]) {
-                return NHC_STATUS(NVME_CMD_SEQ_ERROR);
-            }
-        }
-        n->features.num_queues = MIN(ncqr, max) << 16 | MIN(nsqr, max);
-        req->cqe.result = cpu_to_le32(n->features.num_queues);
-        break;
-    }
-    case NVME_INTERRUPT_COALESCING:
-        n->features.int_coalescing = dw11 & 0xffff;
-        break;
-    case NVME_ASYNCHRONOUS_EVENT_CONF:
-        n->features.async_config = dw11;
-        break;
-    case NVME_TIMESTAMP: {
-        uint8_t ts[8];
-        uint16_t status = nhc_dma_from_host(n, ts, sizeof(ts), &req->cmd);
-        if (status) {
-            return status;
-        }
-        n->features.timestamp_ms = ldq_le_p(ts) & 0xffffffffffffull;
-        n->features.timestamp_base_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-        n->features.timestamp_set = true;
-        break;
-    }
-    default:
-        return NHC_STATUS(NVME_INVALID_FIELD);
-    }
-    return NVME_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------------ events */
@@ -565,6 +438,7 @@ void nhc_aer_post(NhcCtrl *n)
         if (!(n->aer_mask & (1 << type))) {
             NhcReq *req = n->aer_reqs[--n->outstanding_aers];
             req->cqe.result = cpu_to_le32(ev);
+            trace_nhc_aer_post(ev);
             req->status = NVME_SUCCESS;
             n->aer_mask |= 1 << type;
             g_queue_delete_link(&n->events, l);

@@ -6,22 +6,22 @@
  * and survive QEMU being killed, as DRAM behind capacitors would.  Here: BAR1, the NVMe PMR
  * registers in BAR0, the vendor admin commands that move data between the window and the
  * LBAs through the engine and the block backend, the refusal of block writes to pinned LBAs,
- * and the three ways power is lost (QEMU exits, QEMU is killed, `power-cut` over QMP).
+ * and the window's save when power is lost (QEMU exits, QEMU is killed, `power-cut` over QMP,
+ * which ctrl.c handles).
  * docs/bar-pm.md is the user-facing description.
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/error-report.h"
 #include "qapi/error.h"
-#include "block/block_int-common.h"
 #include "system/block-backend.h"
 #include "system/runstate.h"
 #include "system/system.h"
 
 #include "nvme-hybrid.h"
+#include "trace.h"
 #include "ba-manager.h"
 
-#define NHC_STATUS(sc)      ((sc) | NVME_DNR)
 /* Command specific status values in the vendor specific range (SCT 1h, SC C0h-FFh). */
 #define NHC_BA_SC(sc)       NHC_STATUS((1 << 8) | (sc))
 #define NHC_SC_BA_INVALID_ENTRY     NHC_BA_SC(0xc0)
@@ -109,13 +109,112 @@ void nhc_ba_write_pmrctl(NhcCtrl *n, uint32_t val)
 /* ------------------------------------------------------------------------------ datapath */
 
 /*
- * Move @len bytes between the window at @woff and the LBAs at @slba, modeled by the engine as
- * a read (pin) or a FUA write (sync, flush), and complete @req at the modeled time.  The bytes
- * move synchronously: the command's completion then never depends on the host's I/O speed,
- * with or without -icount.
+ * BA_PIN, BA_SYNC and BA_FLUSH move bytes between the window and the LBAs through the engine
+ * (a read for a pin, a FUA write for sync and flush) and the block backend, asynchronously like
+ * any other command.  They are ordered against what else is in flight:
+ *  - a BA_PIN reserves its window range, LBAs and entry when it is admitted: from then on block
+ *    writes to those LBAs are refused (Access Denied), and it loads the window only once every
+ *    write admitted before it that touches those LBAs has completed, so the window holds their
+ *    data and a later BA_FLUSH cannot overwrite it with older bytes;
+ *  - the entry becomes pinned when the load has finished; BA_SYNC, BA_FLUSH and BA_READ_DMA of
+ *    it are refused as Entry Not Pinned until then;
+ *  - BA_SYNC and BA_FLUSH of one entry run one at a time, in the order they were fetched.
+ * n->ba_ops holds these commands from admission to completion.
  */
-static uint16_t nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, uint64_t slba,
-                            uint64_t len)
+
+static uint32_t nhc_ba_eid(NhcReq *req)
+{
+    return le32_to_cpu(req->cmd.cdw10);
+}
+
+/* A BA_PIN's request: window offset, first LBA, LBA count. */
+static void nhc_ba_pin_args(NhcReq *req, uint64_t *off, uint64_t *slba, uint64_t *nlb)
+{
+    *off = le32_to_cpu(req->cmd.cdw11);
+    *slba = le32_to_cpu(req->cmd.cdw12) | (uint64_t)le32_to_cpu(req->cmd.cdw13) << 32;
+    *nlb = le32_to_cpu(req->cmd.cdw14);
+}
+
+static bool nhc_lbas_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+static bool nhc_sq_writes_lbas(NhcSQ *sq, uint64_t slba, uint64_t nlb)
+{
+    NhcReq *req;
+
+    QTAILQ_FOREACH(req, &sq->out_list, entry) {
+        if (req->lba_hi && nhc_lbas_overlap(slba, nlb, req->lba_lo, req->lba_hi - req->lba_lo)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool nhc_writes_in_flight(NhcCtrl *n, uint64_t slba, uint64_t nlb)
+{
+    NhcSQ *sq;
+
+    for (uint32_t qid = 1; qid < n->num_queues; qid++) {
+        if (n->sq[qid] && nhc_sq_writes_lbas(n->sq[qid], slba, nlb)) {
+            return true;
+        }
+    }
+    QTAILQ_FOREACH(sq, &n->dying_sqs, entry) {
+        if (sq->sqid && nhc_sq_writes_lbas(sq, slba, nlb)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Must @req wait for something admitted before it? */
+static bool nhc_ba_blocked(NhcCtrl *n, NhcReq *req)
+{
+    uint64_t off, slba, nlb;
+
+    if (req->cmd.opcode == NHC_ADM_BA_PIN) {
+        nhc_ba_pin_args(req, &off, &slba, &nlb);
+        return nhc_writes_in_flight(n, slba, nlb);
+    }
+    for (guint i = 0; i < n->ba_ops->len; i++) {
+        NhcReq *other = g_ptr_array_index(n->ba_ops, i);
+        if (other == req) {
+            break;
+        }
+        if (other->cmd.opcode != NHC_ADM_BA_PIN && nhc_ba_eid(other) == nhc_ba_eid(req)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void nhc_ba_move_cb(void *opaque, int ret)
+{
+    NhcReq *req = opaque;
+    NhcCtrl *n = req->sq->n;
+    bool was = nhc_guard_enter(n);
+    uint64_t off, slba, nlb;
+
+    trace_nhc_ba_done(req->cmd.opcode, nhc_ba_eid(req), ret);
+    /* The table changes only for a transfer that worked and a host still there to see it. */
+    if (ret == 0 && !req->aborted) {
+        if (req->cmd.opcode == NHC_ADM_BA_PIN) {
+            nhc_ba_pin_args(req, &off, &slba, &nlb);
+            nh_ba_pin(n->ba, nhc_ba_eid(req), off, slba, nlb);
+        } else if (req->cmd.opcode == NHC_ADM_BA_FLUSH) {
+            nh_ba_release(n->ba, nhc_ba_eid(req));
+        }
+    }
+    nhc_req_backend_done(req, ret);
+    nhc_guard_exit(n, was);
+}
+
+/* Start @req's transfer of @len bytes between the window at @woff and the LBAs at @slba; it
+ * completes when the backend is done and the engine's modeled time has come. */
+static void nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, uint64_t slba,
+                        uint64_t len)
 {
     NhRequest r = {
         .op = to_lbas ? NH_OP_WRITE : NH_OP_READ,
@@ -126,83 +225,151 @@ static uint16_t nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     g_autoptr(GError) err = NULL;
     uint64_t done;
-    int ret;
 
     if (!nh_engine_submit(n->engine, &r, now, &done, &err)) {
-        qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: engine refused a BA transfer: %s\n",
+        NHC_GUEST_ERR(trace_nhc_err_engine(err->message), "engine refused a BA transfer: %s",
                       err->message);
-        return NVME_INTERNAL_DEV_ERROR;
+        req->status = NVME_INTERNAL_DEV_ERROR;
+        nhc_req_io_done(req);
+        return;
     }
     n->state_changed = true;            /* counters moved: the next checkpoint saves them */
     if (to_lbas) {
         nhc_state_touch(n);
-        ret = blk_pwrite(n->blkconf.blk, r.offset, len, n->ba->window + woff, BDRV_REQ_FUA);
-    } else {
-        ret = blk_pread(n->blkconf.blk, r.offset, len, n->ba->window + woff, 0);
     }
-    if (ret < 0) {
-        error_report_once("nvme-hybrid: BA transfer on the block backend failed: %s",
-                          strerror(-ret));
-        return to_lbas ? NVME_WRITE_FAULT : NVME_UNRECOVERED_READ;
+    if (done > (uint64_t)now) {
+        req->pending++;
+        timer_mod(req->timer, done);
     }
+    trace_nhc_ba_start(req->cmd.opcode, nhc_ba_eid(req), woff, slba, len);
+    qemu_iovec_init_buf(&req->iov, n->ba->window + woff, len);
+    nhc_backend_rw(n, req, r.offset, &req->iov, to_lbas, to_lbas ? BDRV_REQ_FUA : 0,
+                   nhc_ba_move_cb);
+}
+
+static void nhc_ba_start(NhcCtrl *n, NhcReq *req)
+{
+    uint32_t eid = nhc_ba_eid(req);
+    uint64_t off, slba, nlb;
+    const NhBaEntry *e;
+
+    if (req->cmd.opcode == NHC_ADM_BA_PIN) {
+        nhc_ba_pin_args(req, &off, &slba, &nlb);
+        nhc_ba_move(n, req, false, off, slba, nlb << n->lba_shift);
+        return;
+    }
+    /* A BA_FLUSH queued before this one may have released the entry meanwhile. */
+    if (nh_ba_check_entry(n->ba, eid) != NH_BA_OK) {
+        req->status = nhc_ba_status(nh_ba_check_entry(n->ba, eid));
+        nhc_req_io_done(req);
+        return;
+    }
+    e = &n->ba->table[eid];
+    nhc_ba_move(n, req, true, e->offset, e->slba, e->nlb << n->lba_shift);
+}
+
+/* Start every waiting BA command nothing holds back any more. */
+void nhc_ba_kick(NhcCtrl *n)
+{
+    bool started;
+
+    if (!n->ba_ops || n->ba_kicking) {
+        return;     /* a start that ends requests at once comes back here: the loop goes on */
+    }
+    n->ba_kicking = true;
+    do {
+        started = false;
+        for (guint i = 0; i < n->ba_ops->len; i++) {
+            NhcReq *req = g_ptr_array_index(n->ba_ops, i);
+            if (req->ba_waiting && !nhc_ba_blocked(n, req)) {
+                req->ba_waiting = false;
+                nhc_ba_start(n, req);   /* may end requests: the array changes */
+                started = true;
+                break;
+            }
+        }
+    } while (started);
+    n->ba_kicking = false;
+}
+
+void nhc_ba_forget(NhcCtrl *n, NhcReq *req)
+{
+    if (n->ba_ops) {
+        g_ptr_array_remove(n->ba_ops, req);
+    }
+}
+
+static uint16_t nhc_ba_admit(NhcCtrl *n, NhcReq *req)
+{
+    trace_nhc_ba_admit(req->cmd.opcode, nhc_ba_eid(req));
+    g_ptr_array_add(n->ba_ops, req);
+    req->ba_waiting = true;
     req->pending = 1;
-    timer_mod(req->timer, done);
+    nhc_ba_kick(n);
     return NHC_ASYNC;
+}
+
+/* A BA_PIN admitted but not finished holds its entry, window range and LBAs like a pin. */
+static uint16_t nhc_ba_check_pending_pins(NhcCtrl *n, uint32_t eid, uint64_t off,
+                                          uint64_t slba, uint64_t nlb)
+{
+    for (guint i = 0; i < n->ba_ops->len; i++) {
+        NhcReq *other = g_ptr_array_index(n->ba_ops, i);
+        uint64_t ooff, oslba, onlb;
+
+        if (other->cmd.opcode != NHC_ADM_BA_PIN) {
+            continue;
+        }
+        if (nhc_ba_eid(other) == eid) {
+            return NHC_SC_BA_ENTRY_PINNED;
+        }
+        nhc_ba_pin_args(other, &ooff, &oslba, &onlb);
+        if (nhc_lbas_overlap(off, nlb * n->lba_size, ooff, onlb * n->lba_size) ||
+            nhc_lbas_overlap(slba, nlb, oslba, onlb)) {
+            return NHC_SC_BA_OVERLAP;
+        }
+    }
+    return NVME_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------------ commands */
 
 uint16_t nhc_admin_ba_pin(NhcCtrl *n, NhcReq *req)
 {
-    uint32_t eid = le32_to_cpu(req->cmd.cdw10);
-    uint64_t off = le32_to_cpu(req->cmd.cdw11);
-    uint64_t slba = le32_to_cpu(req->cmd.cdw12) | (uint64_t)le32_to_cpu(req->cmd.cdw13) << 32;
-    uint64_t nlb = le32_to_cpu(req->cmd.cdw14);
+    uint32_t eid = nhc_ba_eid(req);
+    uint64_t off, slba, nlb;
     uint16_t status;
 
     if (!n->ba) {
         return NHC_STATUS(NVME_INVALID_OPCODE);
     }
+    nhc_ba_pin_args(req, &off, &slba, &nlb);
     status = nhc_ba_status(nh_ba_check_pin(n->ba, eid, off, slba, nlb));
-    if (status) {
-        return status;
+    if (!status) {
+        status = nhc_ba_check_pending_pins(n, eid, off, slba, nlb);
     }
-    status = nhc_ba_move(n, req, false, off, slba, nlb << n->lba_shift);
-    if (status == NHC_ASYNC) {
-        nh_ba_pin(n->ba, eid, off, slba, nlb);
-    }
-    return status;
+    return status ? status : nhc_ba_admit(n, req);
 }
 
-static uint16_t nhc_ba_sync(NhcCtrl *n, NhcReq *req, bool release)
+static uint16_t nhc_ba_sync(NhcCtrl *n, NhcReq *req)
 {
-    uint32_t eid = le32_to_cpu(req->cmd.cdw10);
-    const NhBaEntry *e;
     uint16_t status;
 
     if (!n->ba) {
         return NHC_STATUS(NVME_INVALID_OPCODE);
     }
-    status = nhc_ba_status(nh_ba_check_entry(n->ba, eid));
-    if (status) {
-        return status;
-    }
-    e = &n->ba->table[eid];
-    status = nhc_ba_move(n, req, true, e->offset, e->slba, e->nlb << n->lba_shift);
-    if (status == NHC_ASYNC && release) {
-        nh_ba_release(n->ba, eid);
-    }
-    return status;
+    status = nhc_ba_status(nh_ba_check_entry(n->ba, nhc_ba_eid(req)));
+    return status ? status : nhc_ba_admit(n, req);
 }
 
 uint16_t nhc_admin_ba_sync(NhcCtrl *n, NhcReq *req)
 {
-    return nhc_ba_sync(n, req, false);
+    return nhc_ba_sync(n, req);
 }
 
 uint16_t nhc_admin_ba_flush(NhcCtrl *n, NhcReq *req)
 {
-    return nhc_ba_sync(n, req, true);
+    return nhc_ba_sync(n, req);
 }
 
 uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req)
@@ -263,16 +430,32 @@ uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req)
  * next BA_SYNC. */
 uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb)
 {
-    if (n->ba && nh_ba_lbas_pinned(n->ba, slba, nlb)) {
+    if (!n->ba) {
+        return NVME_SUCCESS;
+    }
+    if (nh_ba_lbas_pinned(n->ba, slba, nlb)) {
         return NHC_STATUS(NVME_ACCESS_DENIED);
+    }
+    for (guint i = 0; i < n->ba_ops->len; i++) {
+        NhcReq *pin = g_ptr_array_index(n->ba_ops, i);
+        uint64_t off, pslba, pnlb;
+
+        if (pin->cmd.opcode == NHC_ADM_BA_PIN) {
+            nhc_ba_pin_args(pin, &off, &pslba, &pnlb);
+            if (nhc_lbas_overlap(slba, nlb, pslba, pnlb)) {
+                return NHC_STATUS(NVME_ACCESS_DENIED);
+            }
+        }
     }
     return NVME_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------------ power loss */
 
-static void nhc_ba_save(NhcCtrl *n)
+/* The capacitors save the window (a power cut, or QEMU exiting). */
+void nhc_ba_power_loss(NhcCtrl *n)
 {
+    trace_nhc_ba_power_loss(n->ba != NULL);
     if (n->ba) {
         nh_ba_dump(n->ba, n->ba_dump_ns);
     }
@@ -280,54 +463,10 @@ static void nhc_ba_save(NhcCtrl *n)
 
 static void nhc_ba_exit_notify(Notifier *notifier, void *data)
 {
-    nhc_ba_save(container_of(notifier, NhcCtrl, ba_exit_notifier));
-}
-
-/*
- * An injected power cut: the whole machine loses power.  What a volatile write buffer held is
- * lost (nhc_state_power_loss), the capacitors save the window, and the process ends at once, as
- * with SIGKILL: no exit notifier runs, so the engine state stays marked unclean and the next
- * start counts an unsafe shutdown.
- */
-static void nhc_ba_set_power_cut(Object *obj, bool value, Error **errp)
-{
-    NhcCtrl *n = NVME_HYBRID(obj);
-
-    if (!DEVICE(obj)->realized) {
-        error_setg(errp, "power-cut: the device is not realized");
-        return;
-    }
-    if (!value) {
-        return;
-    }
-    nhc_state_power_loss(n);
-    nhc_ba_save(n);
-    error_report("nvme-hybrid: power cut%s; QEMU stops", n->ba ? ", BA window saved" : "");
-    _exit(0);
-}
-
-void nhc_ba_class_init(ObjectClass *oc)
-{
-    object_class_property_add_bool(oc, "power-cut", NULL, nhc_ba_set_power_cut);
-    object_class_property_set_description(oc, "power-cut",
-        "write true: power fails now (the capacitors save the BAR1 window, volatile state "
-        "is lost, QEMU stops at once); see docs/bar-pm.md");
+    nhc_ba_power_loss(container_of(notifier, NhcCtrl, ba_exit_notifier));
 }
 
 /* ------------------------------------------------------------------------------ realize */
-
-static char *nhc_ba_resolve_file(NhcCtrl *n)
-{
-    BlockDriverState *bs = blk_bs(n->blkconf.blk);
-
-    if (n->ba_file) {
-        return *n->ba_file && strcmp(n->ba_file, "none") ? g_strdup(n->ba_file) : NULL;
-    }
-    if (bs && g_file_test(bs->filename, G_FILE_TEST_IS_REGULAR)) {
-        return g_strdup_printf("%s.nh-ba", bs->filename);
-    }
-    return NULL;
-}
 
 bool nhc_ba_realize(NhcCtrl *n, Error **errp)
 {
@@ -353,7 +492,7 @@ bool nhc_ba_realize(NhcCtrl *n, Error **errp)
         error_setg(errp, "%s", gerr->message);
         return false;
     }
-    path = nhc_ba_resolve_file(n);
+    path = nhc_file_property(n, n->ba_file, ".nh-ba");
     n->ba = nh_ba_open(path, n->ba_size, n->ba_entries, n->lba_size, n->nsze, &gerr);
     if (!n->ba) {
         error_setg(errp, "%s", gerr->message);
@@ -373,6 +512,7 @@ bool nhc_ba_realize(NhcCtrl *n, Error **errp)
                      PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH, &n->ba_bar);
     NVME_CAP_SET_PMRS(n->cap, 1);
 
+    n->ba_ops = g_ptr_array_new();
     n->ba_exit_notifier.notify = nhc_ba_exit_notify;
     qemu_add_exit_notifier(&n->ba_exit_notifier);
     return true;
@@ -382,22 +522,10 @@ bool nhc_ba_realize(NhcCtrl *n, Error **errp)
  * the Error Information log (and PMRSTS.HSTS says Restore Error). */
 void nhc_ba_report_restore(NhcCtrl *n)
 {
-    NvmeErrorLog *e;
-
-    if (!nhc_ba_restore_failed(n)) {
-        return;
+    /* not tied to a command: the saved window could not be read back intact */
+    if (nhc_ba_restore_failed(n)) {
+        nhc_error_log_push(n, 0xffff, 0xffff, NHC_STATUS(NVME_UNRECOVERED_READ), 0, 0);
     }
-    n->smart.error_count++;
-    memmove(&n->error_log[1], &n->error_log[0],
-            sizeof(n->error_log) - sizeof(n->error_log[0]));
-    e = &n->error_log[0];
-    memset(e, 0, sizeof(*e));
-    e->error_count = cpu_to_le64(n->smart.error_count);
-    e->sqid = cpu_to_le16(0xffff);          /* not tied to a command */
-    e->cid = cpu_to_le16(0xffff);
-    /* the saved window could not be read back intact */
-    e->status_field = cpu_to_le16(NHC_STATUS(NVME_UNRECOVERED_READ) << 1);
-    e->param_error_location = cpu_to_le16(0xffff);
 }
 
 void nhc_ba_exit(NhcCtrl *n)
@@ -405,8 +533,9 @@ void nhc_ba_exit(NhcCtrl *n)
     if (!n->ba) {
         return;
     }
-    nhc_ba_save(n);
+    nhc_ba_power_loss(n);
     qemu_remove_exit_notifier(&n->ba_exit_notifier);
     nh_ba_close(n->ba);
     n->ba = NULL;
+    g_clear_pointer(&n->ba_ops, g_ptr_array_unref);
 }

@@ -13,37 +13,82 @@
 #include "system/cpu-timers.h"
 
 #include "nvme-hybrid.h"
+#include "trace.h"
 
-#define NHC_STATUS(sc)  ((sc) | NVME_DNR)
 
 /* ------------------------------------------------------------------------------ PRPs */
 
 /*
- * Build @qsg from a PRP pair for @len bytes.  PRP1 may start anywhere dword aligned; every later
- * entry must be page aligned (PRP Offset Invalid otherwise); PRP2 is a list pointer when more
- * than two pages are needed, and the last entry of a full list page chains to the next one.
+ * Does [addr, addr + len) resolve to guest RAM the device may read (or, @to_host, write)?  Only
+ * such memory is handed to DMA: a pointer into MMIO, above all the device's own registers,
+ * would have a block-layer completion write registers outside any reentrancy guard, and one
+ * into unassigned space takes QEMU's bounce buffer, which a misaligned transfer never returns.
  */
-uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, uint32_t len)
+bool nhc_dma_is_ram(NhcCtrl *n, uint64_t addr, uint64_t len, bool to_host)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(n));
+
+    if (addr + len < addr) {
+        return false;
+    }
+    RCU_READ_LOCK_GUARD();
+    while (len) {
+        hwaddr xlat, plen = len;
+        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen, to_host,
+                                                   MEMTXATTRS_UNSPECIFIED);
+
+        if (!plen || !memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+            (to_host && memory_region_is_rom(mr))) {
+            return false;
+        }
+        plen = MIN(plen, len);
+        addr += plen;
+        len -= plen;
+    }
+    return true;
+}
+
+static uint16_t nhc_prp_add(NhcCtrl *n, QEMUSGList *qsg, uint64_t addr, uint32_t len,
+                            bool to_host)
+{
+    if (!nhc_dma_is_ram(n, addr, len, to_host)) {
+        NHC_GUEST_ERR(trace_nhc_err_prp_not_ram(addr, len),
+                      "PRP 0x%" PRIx64 " (+%u) is not guest RAM", addr, len);
+        return NHC_STATUS(NVME_DATA_TRAS_ERROR);
+    }
+    qemu_sglist_add(qsg, addr, len);
+    return NVME_SUCCESS;
+}
+
+/*
+ * Build @qsg from a PRP pair for @len bytes moving to the host (@to_host) or from it.  PRP1 may
+ * start anywhere dword aligned; every later entry must be page aligned (PRP Offset Invalid
+ * otherwise); PRP2 is a list pointer when more than two pages are needed, and the last entry of
+ * a full list page chains to the next one.  Every page and list page must be guest RAM (Data
+ * Transfer Error otherwise).
+ */
+uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, uint32_t len,
+                     bool to_host)
 {
     PCIDevice *pci = PCI_DEVICE(n);
     uint64_t psz = n->page_size;
     uint32_t trans = MIN(len, psz - (prp1 & (psz - 1)));
+    uint16_t status;
 
     pci_dma_sglist_init(qsg, pci, 1 + DIV_ROUND_UP(len, psz));
     if (prp1 & 3) {
         return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
     }
-    qemu_sglist_add(qsg, prp1, trans);
+    status = nhc_prp_add(n, qsg, prp1, trans, to_host);
     len -= trans;
-    if (!len) {
-        return NVME_SUCCESS;
+    if (status || !len) {
+        return status;
     }
     if (len <= psz) {
         if (prp2 & (psz - 1)) {
             return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
         }
-        qemu_sglist_add(qsg, prp2, len);
-        return NVME_SUCCESS;
+        return nhc_prp_add(n, qsg, prp2, len, to_host);
     }
 
     /* PRP list */
@@ -56,7 +101,8 @@ uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, 
         g_autofree uint64_t *list = g_new(uint64_t, nents);
         uint32_t i;
 
-        if (pci_dma_read(pci, prp2, list, nents * 8) != MEMTX_OK) {
+        if (!nhc_dma_is_ram(n, prp2, nents * 8, false) ||
+            pci_dma_read(pci, prp2, list, nents * 8) != MEMTX_OK) {
             return NHC_STATUS(NVME_DATA_TRAS_ERROR);
         }
         for (i = 0; i < nents && len; i++) {
@@ -73,7 +119,10 @@ uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, 
                 return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
             }
             trans = MIN(len, psz);
-            qemu_sglist_add(qsg, ent, trans);
+            status = nhc_prp_add(n, qsg, ent, trans, to_host);
+            if (status) {
+                return status;
+            }
             len -= trans;
         }
     }
@@ -88,7 +137,7 @@ static uint16_t nhc_dma_buf(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd,
     uint8_t *p = buf;
 
     status = nhc_map_prp(n, &qsg, le64_to_cpu(cmd->dptr.prp1), le64_to_cpu(cmd->dptr.prp2),
-                         len);
+                         len, dir == DMA_DIRECTION_FROM_DEVICE);
     for (int i = 0; !status && i < qsg.nsg; i++) {
         MemTxResult r = dir == DMA_DIRECTION_FROM_DEVICE ?
             pci_dma_write(PCI_DEVICE(n), qsg.sg[i].base, p, qsg.sg[i].len) :
@@ -122,7 +171,7 @@ static uint16_t nhc_io_engine(NhcCtrl *n, NhOp op, uint64_t off, uint64_t len, u
     g_autoptr(GError) err = NULL;
 
     if (!nh_engine_submit(n->engine, &r, now, done, &err)) {
-        qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: engine refused a request: %s\n",
+        NHC_GUEST_ERR(trace_nhc_err_engine(err->message), "engine refused a request: %s",
                       err->message);
         return NVME_INTERNAL_DEV_ERROR;
     }
@@ -168,19 +217,39 @@ static uint16_t nhc_io_model(NhcCtrl *n, NhcReq *req, NhOp op, uint64_t off, uin
     return NHC_ASYNC;
 }
 
-static void nhc_io_cb(void *opaque, int ret)
+/* Does @req move data from the backend (a failure is then a read error, not a write fault)? */
+static bool nhc_req_reads_backend(NhcReq *req)
 {
-    NhcReq *req = opaque;
+    uint8_t op = req->cmd.opcode;
 
+    if (!req->sq->sqid) {
+        return op == NHC_ADM_BA_PIN;
+    }
+    return op == NVME_CMD_READ || op == NVME_CMD_COMPARE;
+}
+
+/* Where a request's block I/O ends; @ret < 0 names the failure. */
+void nhc_req_backend_done(NhcReq *req, int ret)
+{
     req->aiocb = NULL;
     if (ret == -ECANCELED) {
         req->status = NVME_CMD_ABORT_SQ_DEL;
     } else if (ret < 0) {
+        trace_nhc_err_backend(req->sq->sqid, le16_to_cpu(req->cmd.cid), ret);
         error_report_once("nvme-hybrid: block backend I/O failed: %s", strerror(-ret));
-        req->status = req->cmd.opcode == NVME_CMD_READ || req->cmd.opcode == NVME_CMD_COMPARE ?
-                      NVME_UNRECOVERED_READ : NVME_WRITE_FAULT;
+        req->status = nhc_req_reads_backend(req) ? NVME_UNRECOVERED_READ : NVME_WRITE_FAULT;
     }
     nhc_req_io_done(req);
+}
+
+void nhc_req_backend_cb(void *opaque, int ret)
+{
+    NhcReq *req = opaque;
+    NhcCtrl *n = req->sq->n;
+    bool was = nhc_guard_enter(n);
+
+    nhc_req_backend_done(req, ret);
+    nhc_guard_exit(n, was);
 }
 
 /*
@@ -221,7 +290,36 @@ static void nhc_io_rw_sync(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, 
     if (write && ret == 0 && !req->status) {
         ret = blk_pwrite(n->blkconf.blk, off, len, buf, fua ? BDRV_REQ_FUA : 0);
     }
-    nhc_io_cb(req, ret);
+    nhc_req_backend_cb(req, ret);
+}
+
+/*
+ * Move @iov to (@write) or from the backend at @off for @req; @cb runs when it is done, at once
+ * under -icount (see above).  Commands that are not NVM I/O (the BAR1 window's) use this, so no
+ * command ever waits for the backend inside the fetch loop.
+ */
+void nhc_backend_rw(NhcCtrl *n, NhcReq *req, int64_t off, QEMUIOVector *iov, bool write,
+                    BdrvRequestFlags flags, BlockCompletionFunc *cb)
+{
+    BlockBackend *blk = n->blkconf.blk;
+
+    if (icount_enabled()) {
+        int ret = write ? blk_pwritev(blk, off, iov->size, iov, flags)
+                        : blk_preadv(blk, off, iov->size, iov, flags);
+        cb(req, MIN(ret, 0));
+        return;
+    }
+    req->aiocb = write ? blk_aio_pwritev(blk, off, iov, flags, cb, req)
+                       : blk_aio_preadv(blk, off, iov, flags, cb, req);
+}
+
+void nhc_backend_flush(NhcCtrl *n, NhcReq *req, BlockCompletionFunc *cb)
+{
+    if (icount_enabled()) {
+        cb(req, blk_flush(n->blkconf.blk));
+        return;
+    }
+    req->aiocb = blk_aio_flush(n->blkconf.blk, cb, req);
 }
 
 /* ------------------------------------------------------------------------------ commands */
@@ -259,7 +357,7 @@ static uint16_t nhc_rw_check_and_map(NhcCtrl *n, NhcReq *req, bool write, uint64
         return NHC_STATUS(NVME_INVALID_FIELD);
     }
     return nhc_map_prp(n, &req->qsg, le64_to_cpu(rw->dptr.prp1), le64_to_cpu(rw->dptr.prp2),
-                       *len);
+                       *len, !write && req->cmd.opcode == NVME_CMD_READ);
 }
 
 static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
@@ -273,10 +371,16 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     uint64_t off, len;
     uint16_t status = nhc_rw_check_and_map(n, req, write, &off, &len);
 
+    trace_nhc_io_rw(le16_to_cpu(rw->cid), write, le64_to_cpu(rw->slba),
+                    le16_to_cpu(rw->nlb) + 1, fua);
     if (status) {
         return status;
     }
     fua = fua || !n->wce;
+    if (write) {
+        req->lba_lo = off >> n->lba_shift;
+        req->lba_hi = (off + len) >> n->lba_shift;
+    }
     status = nhc_io_model(n, req, write ? NH_OP_WRITE : NH_OP_READ, off, len,
                           (fua ? NH_REQ_FUA : 0) | prio);
     if (status != NHC_ASYNC) {
@@ -295,18 +399,20 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     }
     /* FUA reaches the backend too, so the data is on stable storage when the write completes
      * even though the backend caches writes (the block layer flushes where it must). */
-    req->aiocb = !write ?
-        dma_blk_read(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_io_cb, req) :
-        fua ? dma_blk_io(&req->qsg, off, BDRV_SECTOR_SIZE, nhc_blk_fua_write, n, nhc_io_cb, req,
-                         DMA_DIRECTION_TO_DEVICE) :
-        dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_io_cb, req);
+    req->aiocb = !write ? dma_blk_read(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE,
+                                       nhc_req_backend_cb, req) :
+        fua ? dma_blk_io(&req->qsg, off, BDRV_SECTOR_SIZE, nhc_blk_fua_write, n,
+                         nhc_req_backend_cb, req, DMA_DIRECTION_TO_DEVICE) :
+        dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_req_backend_cb, req);
     return NHC_ASYNC;
 }
 
 static void nhc_compare_cb(void *opaque, int ret)
 {
     NhcReq *req = opaque;
+    NhcCtrl *n = req->sq->n;
     size_t half = req->bounce_len;
+    bool was = nhc_guard_enter(n);
 
     if (ret == 0) {
         uint8_t *host = req->bounce + half;
@@ -323,14 +429,17 @@ static void nhc_compare_cb(void *opaque, int ret)
             req->status = NHC_STATUS(NVME_CMP_FAILURE);
         }
     }
-    nhc_io_cb(req, ret);
+    nhc_req_backend_done(req, ret);
+    nhc_guard_exit(n, was);
 }
 
 static uint16_t nhc_io_compare(NhcCtrl *n, NhcReq *req)
 {
+    NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
     uint64_t off, len;
     uint16_t status = nhc_rw_check_and_map(n, req, false, &off, &len);
 
+    trace_nhc_io_compare(le16_to_cpu(rw->cid), le64_to_cpu(rw->slba), le16_to_cpu(rw->nlb) + 1);
     if (status) {
         return status;
     }
@@ -341,11 +450,7 @@ static uint16_t nhc_io_compare(NhcCtrl *n, NhcReq *req)
     req->bounce_len = len;
     req->bounce = g_malloc(2 * len);
     qemu_iovec_init_buf(&req->iov, req->bounce, len);
-    if (icount_enabled()) {
-        nhc_compare_cb(req, blk_pread(n->blkconf.blk, off, len, req->bounce, 0));
-        return NHC_ASYNC;
-    }
-    req->aiocb = blk_aio_preadv(n->blkconf.blk, off, &req->iov, 0, nhc_compare_cb, req);
+    nhc_backend_rw(n, req, off, &req->iov, false, 0, nhc_compare_cb);
     return NHC_ASYNC;
 }
 
@@ -359,6 +464,7 @@ static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
     bool deac = le32_to_cpu(req->cmd.cdw12) & (1 << 25);
     uint16_t status;
 
+    trace_nhc_io_write_zeroes(le16_to_cpu(rw->cid), slba, nlb, deac);
     status = nhc_check_range(n, slba, nlb);
     if (!status) {
         status = nhc_ba_check_write(n, slba, nlb);
@@ -366,18 +472,20 @@ static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
     if (status) {
         return status;
     }
+    req->lba_lo = slba;
+    req->lba_hi = slba + nlb;
     status = nhc_io_model(n, req, deac ? NH_OP_TRIM : NH_OP_WRITE, off, len, 0);
     if (status != NHC_ASYNC) {
         return status;
     }
     n->smart.host_write_cmds++;
     if (icount_enabled()) {
-        nhc_io_cb(req, blk_pwrite_zeroes(n->blkconf.blk, off, len,
+        nhc_req_backend_cb(req, blk_pwrite_zeroes(n->blkconf.blk, off, len,
                                          deac ? BDRV_REQ_MAY_UNMAP : 0));
         return NHC_ASYNC;
     }
     req->aiocb = blk_aio_pwrite_zeroes(n->blkconf.blk, off, len,
-                                       deac ? BDRV_REQ_MAY_UNMAP : 0, nhc_io_cb, req);
+                                       deac ? BDRV_REQ_MAY_UNMAP : 0, nhc_req_backend_cb, req);
     return NHC_ASYNC;
 }
 
@@ -391,9 +499,11 @@ static void nhc_dsm_next(void *opaque, int ret)
     NhcReq *req = opaque;
     NhcCtrl *n = req->sq->n;
     NvmeDsmRange *r;
+    bool was = nhc_guard_enter(n);
 
     req->aiocb = NULL;
-    while (ret == 0 && req->bounce_len) {
+    /* An aborted request (its SQ is being deleted) goes no further. */
+    while (ret == 0 && req->bounce_len && !req->aborted) {
         r = &((NvmeDsmRange *)req->bounce)[--req->bounce_len];
         if (!le32_to_cpu(r->nlb)) {
             continue;
@@ -406,9 +516,11 @@ static void nhc_dsm_next(void *opaque, int ret)
         }
         req->aiocb = blk_aio_pwrite_zeroes(n->blkconf.blk, off, len, BDRV_REQ_MAY_UNMAP,
                                            nhc_dsm_next, req);
+        nhc_guard_exit(n, was);
         return;
     }
-    nhc_io_cb(req, ret);
+    nhc_req_backend_done(req, ret);
+    nhc_guard_exit(n, was);
 }
 
 static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
@@ -421,6 +533,7 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
     int64_t now;
     uint64_t done = 0;
 
+    trace_nhc_io_dsm(le16_to_cpu(req->cmd.cid), nr, attr);
     if (!(attr & NVME_DSMGMT_AD)) {
         return NVME_SUCCESS;        /* integral read/write hints only: nothing to do */
     }
@@ -441,12 +554,15 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
         }
     }
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    req->lba_lo = UINT64_MAX;
     for (uint32_t i = 0; i < nr; i++) {
         uint64_t nlb = le32_to_cpu(ranges[i].nlb), t;
 
         if (!nlb) {
             continue;
         }
+        req->lba_lo = MIN(req->lba_lo, le64_to_cpu(ranges[i].slba));
+        req->lba_hi = MAX(req->lba_hi, le64_to_cpu(ranges[i].slba) + nlb);
         status = nhc_io_engine(n, NH_OP_TRIM, le64_to_cpu(ranges[i].slba) << n->lba_shift,
                                nlb << n->lba_shift, 0, now, &t);
         if (status) {
@@ -462,16 +578,14 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
 
 static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
 {
-    uint16_t status = nhc_io_model(n, req, NH_OP_FLUSH, 0, 0, 0);
+    uint16_t status;
 
+    trace_nhc_io_flush(le16_to_cpu(req->cmd.cid));
+    status = nhc_io_model(n, req, NH_OP_FLUSH, 0, 0, 0);
     if (status != NHC_ASYNC) {
         return status;
     }
-    if (icount_enabled()) {
-        nhc_io_cb(req, blk_flush(n->blkconf.blk));
-        return NHC_ASYNC;
-    }
-    req->aiocb = blk_aio_flush(n->blkconf.blk, nhc_io_cb, req);
+    nhc_backend_flush(n, req, nhc_req_backend_cb);
     return NHC_ASYNC;
 }
 

@@ -3,9 +3,11 @@
  * statistics come from the engine (ftl/engine.h).
  *
  * One file per concern:
- *   ctrl.c       PCI function, BAR0 registers, controller enable/reset/shutdown, doorbells,
- *                submission and completion queues, interrupts, properties
- *   admin-cmd.c  admin commands (nhc_admin_*), features, log pages
+ *   ctrl.c       PCI function, controller enable/reset/shutdown, error log, properties
+ *   regs.c       BAR0: registers, doorbells, MSI-X
+ *   queues.c     submission and completion queues, fetch, completion, interrupts, deletion
+ *   admin-cmd.c  admin commands (nhc_admin_*), log pages
+ *   features.c   Get/Set Features
  *   io-cmd.c     NVM I/O commands (nhc_io_*), PRP data transfer, the block backend
  *   state.c      persistence of engine and SMART state across runs, crash recovery
  *   bar-pm.c     the BAR1 persistent-memory window: PMR registers, BA_* vendor admin
@@ -23,6 +25,7 @@
 #include "system/dma.h"
 #include "block/nvme.h"
 #include "qemu/timer.h"
+#include "qemu/log.h"
 #include "qemu/notify.h"
 #include "qom/object.h"
 
@@ -42,6 +45,11 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
 #define NHC_ASYNC           0xffff  /* handler status: completion comes later */
 #define NHC_TEMPERATURE_K   308     /* no thermal model: a constant 35 C */
 #define NHC_ARBITRATION_DEFAULT 7   /* Arbitration Burst 7: no limit until the host sets one */
+#define NHC_WCTEMP_K        0x157   /* Warning Composite Temperature Threshold: 70 C */
+#define NHC_CCTEMP_K        0x175   /* Critical Composite Temperature Threshold: 100 C */
+
+/* A status the host should not retry: the same command fails the same way. */
+#define NHC_STATUS(sc)      ((sc) | NVME_DNR)
 
 /* Vendor specific admin opcodes of the BAR1 window (docs/bar-pm.md); the low two bits give
  * the data direction: 00 none, 10 controller to host. */
@@ -75,8 +83,14 @@ typedef struct NhcReq {
     QEMUSGList      qsg;
     uint8_t        *bounce;         /* Compare and Dataset Management buffers */
     size_t          bounce_len;
-    QEMUIOVector    iov;            /* over bounce, for Compare */
+    QEMUIOVector    iov;            /* over bounce (Compare) or the BAR1 window (BA_*) */
     BlockAIOCB     *aiocb;
+    /* LBAs [lba_lo, lba_hi) this request writes (lba_hi 0: none); BA_PIN waits for them */
+    uint64_t        lba_lo, lba_hi;
+    /* Its SQ is being deleted: nothing continues it, its completion is not posted. */
+    bool            aborted;
+    bool            outstanding;    /* on its SQ's out_list */
+    bool            ba_waiting;     /* a BA_* command waiting its turn (see bar-pm.c) */
     QTAILQ_ENTRY(NhcReq) entry;
 } NhcReq;
 
@@ -91,7 +105,11 @@ struct NhcSQ {
     NhcReq         *reqs;
     QTAILQ_HEAD(, NhcReq) free_list;
     QTAILQ_HEAD(, NhcReq) out_list;
-    QTAILQ_ENTRY(NhcSQ) entry;
+    QTAILQ_ENTRY(NhcSQ) entry;      /* on its CQ's sq_list, or on the controller's dying_sqs */
+    /* Deleted, freed once the last outstanding request has ended (see nhc_delete_sq). */
+    bool            dying;
+    int             hold;           /* > 0 while the deletion walks out_list */
+    NhcReq         *waiter;         /* the Delete I/O SQ command completed by the free */
 };
 
 struct NhcCQ {
@@ -132,6 +150,11 @@ typedef struct NhcFeatures {
     uint64_t timestamp_ms;          /* host value at the last Set Features ... */
     int64_t  timestamp_base_ns;     /* ... and the virtual clock then */
     bool     timestamp_set;
+    uint32_t power_mgmt;            /* 02h: workload hint << 5 | power state */
+    uint16_t temp_over, temp_under; /* 04h: composite temperature thresholds, kelvin */
+    uint32_t error_recovery;        /* 05h: TLER (DULBE is not supported) */
+    uint32_t write_atomicity;       /* 0Ah: DN */
+    unsigned long *vector_no_coalescing;   /* 09h: CD per interrupt vector */
 } NhcFeatures;
 
 struct NhcCtrl {
@@ -167,6 +190,9 @@ struct NhcCtrl {
 
     NhcSQ         **sq;             /* indexed by queue id, 0 = admin */
     NhcCQ         **cq;
+    QTAILQ_HEAD(, NhcSQ) dying_sqs; /* deleted, waiting for their requests to end */
+    bool            resetting;      /* CC.EN 1 -> 0 waits for dying_sqs; RDY stays 1 */
+    bool            fetching;       /* in nhc_fetch_bh (a nested event loop must not loop) */
     uint32_t        num_queues;     /* max_ioqpairs + 1 */
     uint32_t        num_vectors;
 
@@ -206,31 +232,87 @@ struct NhcCtrl {
     MemoryRegion    ba_ram;         /* the window; enabled by PMRCTL.EN */
     uint32_t        pmrctl;
     Notifier        ba_exit_notifier;
+    GPtrArray      *ba_ops;         /* BA_PIN/SYNC/FLUSH in progress, waiting or transferring */
+    bool            ba_kicking;
     /* Called on an injected power cut (`power-cut` over QMP) just before QEMU stops: whatever
      * models volatile device state (the write buffer) adds a notifier here and undoes what
      * that state held (data: the NhcCtrl). */
 };
 
+/*
+ * Timers and block-layer completions enter the device from outside any MMIO access or guarded
+ * bottom half.  Marking the device as in I/O for their duration makes the memory core refuse a
+ * DMA or MSI write that the guest aimed at the device's own registers, instead of re-entering
+ * the device (a controller reset from inside a completion).
+ */
+static inline bool nhc_guard_enter(NhcCtrl *n)
+{
+    MemReentrancyGuard *g = &DEVICE(n)->mem_reentrancy_guard;
+    bool was = g->engaged_in_io;
+
+    g->engaged_in_io = true;
+    return was;
+}
+
+static inline void nhc_guard_exit(NhcCtrl *n, bool was)
+{
+    DEVICE(n)->mem_reentrancy_guard.engaged_in_io = was;
+}
+
+/* A guest error: a trace event and, with -d guest_errors, a log line. */
+#define NHC_GUEST_ERR(trace_call, fmt, ...) do {                                    \
+        trace_call;                                                                 \
+        qemu_log_mask(LOG_GUEST_ERROR, "nvme-hybrid: " fmt "\n", ## __VA_ARGS__);   \
+    } while (0)
+
 /* ctrl.c */
+void nhc_record_error(NhcCtrl *n, NhcReq *req);
+void nhc_error_log_push(NhcCtrl *n, uint16_t sqid, uint16_t cid, uint16_t status,
+                        uint32_t nsid, uint64_t lba);
+void nhc_ctrl_enable(NhcCtrl *n);
+void nhc_ctrl_reset(NhcCtrl *n);
+void nhc_ctrl_reset_done(NhcCtrl *n);
+void nhc_ctrl_shutdown(NhcCtrl *n);
+
+/* regs.c */
+void nhc_init_regs(NhcCtrl *n);
+bool nhc_init_bar0(NhcCtrl *n, Error **errp);
+
+/* queues.c */
 void nhc_req_complete(NhcReq *req);
 void nhc_req_io_done(NhcReq *req);
-void nhc_raise_event(NhcCtrl *n, uint8_t type, uint8_t info, uint8_t log_page);
-void nhc_record_error(NhcCtrl *n, NhcReq *req);
+void nhc_intx_update(NhcCtrl *n);
+void nhc_post_cqes(NhcCQ *cq);
+void nhc_fetch_bh(void *opaque);
+void nhc_sq_kick(NhcSQ *sq);
 uint16_t nhc_create_sq(NhcCtrl *n, uint16_t sqid, uint16_t cqid, uint64_t dma_addr,
                        uint32_t size);
 uint16_t nhc_create_cq(NhcCtrl *n, uint16_t cqid, uint64_t dma_addr, uint32_t size,
                        uint16_t vector, bool irq_enabled);
-void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, bool post);
+void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, NhcReq *waiter);
 void nhc_delete_cq(NhcCtrl *n, uint16_t cqid);
 void nhc_dbbuf_attach(NhcCtrl *n, uint16_t qid);
 
 /* admin-cmd.c */
 uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req);
 void nhc_aer_post(NhcCtrl *n);
+void nhc_raise_event(NhcCtrl *n, uint8_t type, uint8_t info, uint8_t log_page);
+
+/* features.c */
+uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req);
+bool nhc_temperature_warning(NhcCtrl *n);
 
 /* io-cmd.c */
 uint16_t nhc_io_dispatch(NhcCtrl *n, NhcReq *req);
-uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, uint32_t len);
+bool nhc_dma_is_ram(NhcCtrl *n, uint64_t addr, uint64_t len, bool to_host);
+uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, uint32_t len,
+                     bool to_host);
+void nhc_backend_rw(NhcCtrl *n, NhcReq *req, int64_t off, QEMUIOVector *iov, bool write,
+                    BdrvRequestFlags flags, BlockCompletionFunc *cb);
+void nhc_backend_flush(NhcCtrl *n, NhcReq *req, BlockCompletionFunc *cb);
+void nhc_req_backend_done(NhcReq *req, int ret);
+void nhc_req_backend_cb(void *opaque, int ret);
 uint16_t nhc_dma_to_host(NhcCtrl *n, const void *buf, uint32_t len, NvmeCmd *cmd);
 uint16_t nhc_dma_from_host(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd);
 
@@ -238,11 +320,13 @@ uint16_t nhc_dma_from_host(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd);
 bool nhc_ba_realize(NhcCtrl *n, Error **errp);
 void nhc_ba_report_restore(NhcCtrl *n);
 void nhc_ba_exit(NhcCtrl *n);
-void nhc_ba_class_init(ObjectClass *oc);
+void nhc_ba_power_loss(NhcCtrl *n);
 void nhc_ba_init_regs(NhcCtrl *n);
 uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off);
 void nhc_ba_write_pmrctl(NhcCtrl *n, uint32_t val);
 uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb);
+void nhc_ba_kick(NhcCtrl *n);
+void nhc_ba_forget(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_pin(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_sync(NhcCtrl *n, NhcReq *req);
@@ -250,6 +334,7 @@ uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_flush(NhcCtrl *n, NhcReq *req);
 
 /* state.c */
+char *nhc_file_property(NhcCtrl *n, const char *prop, const char *suffix);
 void nhc_state_open(NhcCtrl *n, Error **errp);
 void nhc_state_save(NhcCtrl *n);
 void nhc_state_touch(NhcCtrl *n);

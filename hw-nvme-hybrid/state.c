@@ -15,10 +15,11 @@
 #include "qemu/error-report.h"
 #include "qapi/error.h"
 #include "block/block.h"
-#include "block/block_int-common.h"
+#include "block/qapi.h"
 #include "system/block-backend.h"
 
 #include "nvme-hybrid.h"
+#include "trace.h"
 
 #define NHC_CHECKPOINT_MS 1000
 
@@ -45,18 +46,30 @@ static void nhc_state_rebuild(NhcCtrl *n)
     }
 }
 
-static char *nhc_state_resolve(NhcCtrl *n)
+/*
+ * The path a file property names: @prop itself ("none" or empty: no file), or by default the
+ * drive's image file plus @suffix.  The image's name is the one query-block reports (the
+ * block layer's public description of the drive), used only when it is a regular file.
+ */
+char *nhc_file_property(NhcCtrl *n, const char *prop, const char *suffix)
 {
     BlockDriverState *bs = blk_bs(n->blkconf.blk);
+    BlockDeviceInfo *info;
+    char *path = NULL;
 
-    if (n->state_file) {
-        return *n->state_file && strcmp(n->state_file, "none") ?
-               g_strdup(n->state_file) : NULL;
+    if (prop) {
+        return *prop && strcmp(prop, "none") ? g_strdup(prop) : NULL;
     }
-    if (bs && g_file_test(bs->filename, G_FILE_TEST_IS_REGULAR)) {
-        return g_strdup_printf("%s.nh-state", bs->filename);
+    if (!bs) {
+        return NULL;
     }
-    return NULL;
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+    info = bdrv_block_device_info(NULL, bs, true, NULL);
+    if (info && g_file_test(info->file, G_FILE_TEST_IS_REGULAR)) {
+        path = g_strdup_printf("%s%s", info->file, suffix);
+    }
+    qapi_free_BlockDeviceInfo(info);
+    return path;
 }
 
 void nhc_state_open(NhcCtrl *n, Error **errp)
@@ -66,7 +79,7 @@ void nhc_state_open(NhcCtrl *n, Error **errp)
     bool clean = false;
 
     n->powered_on_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-    n->state_path = nhc_state_resolve(n);
+    n->state_path = nhc_file_property(n, n->state_file, ".nh-state");
     if (n->state_path && g_file_test(n->state_path, G_FILE_TEST_EXISTS)) {
         if (!nh_engine_load(n->engine, n->state_path, &fe, &clean, &err)) {
             warn_report("nvme-hybrid: state file %s unusable (%s); rebuilding the mapping "
@@ -124,6 +137,7 @@ static void nhc_state_checkpoint(void *opaque)
     g_autoptr(GError) err = NULL;
 
     if (n->state_changed && !n->state_clean) {
+        trace_nhc_state_checkpoint(n->state_path);
         nhc_state_account_power_on(n);
         if (!nh_engine_checkpoint(n->engine, n->state_path, &n->smart, sizeof(n->smart),
                                   &err)) {
@@ -156,7 +170,9 @@ void nhc_state_save(NhcCtrl *n)
     }
     nhc_state_account_power_on(n);
     nh_engine_drain(n->engine, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    trace_nhc_state_save(n->state_path);
     if (!nh_engine_save(n->engine, n->state_path, &n->smart, sizeof(n->smart), &err)) {
+        trace_nhc_err_state(n->state_path, err->message);
         warn_report("nvme-hybrid: cannot save state to %s: %s", n->state_path, err->message);
         return;
     }

@@ -240,7 +240,7 @@ class Vm:
     DEVICE_ID = "nvme0"
 
     def __init__(self, qemu, model, image_size=64 << 20, serial="nhqtest0",
-                 device_props="", extra_args=()):
+                 device_props="", extra_args=(), drive_opts=""):
         self.qemu = qemu
         self.model = model
         self.serial = serial
@@ -268,7 +268,7 @@ class Vm:
             "-qtest", f"unix:{qtest_path}", "-qtest-log", "none",
             "-chardev", f"socket,path={qmp_path},id=qmp0",
             "-mon", "chardev=qmp0,mode=control",
-            "-drive", f"if=none,id=d0,file={self.image},format=raw",
+            "-drive", f"if=none,id=d0,file={self.image},format=raw{drive_opts}",
             "-device", dev, *extra_args,
         ]
         self.stderr_path = os.path.join(self.tmp, "stderr.log")

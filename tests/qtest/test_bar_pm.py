@@ -345,7 +345,8 @@ def reseal(raw):
 
 
 @pytest.mark.parametrize("damage,restore", [
-    ("window", CORRUPT), ("table", CORRUPT), ("torn", TORN), ("truncated", TORN)])
+    ("window", CORRUPT), ("table", CORRUPT), ("torn", TORN), ("truncated", TORN),
+    ("empty", TORN), ("longer", CORRUPT), ("window offset", CORRUPT)])
 def test_damaged_save_is_detected(qemu_binary, tmp_path, damage, restore):
     f = tmp_path / "w.ba"
     props = f"ba-file={f}"
@@ -363,8 +364,15 @@ def test_damaged_save_is_detected(qemu_binary, tmp_path, damage, restore):
     elif damage == "torn":
         raw[36:40] = struct.pack("<I", 2)        # state DUMPING, checksums consistent
         raw = reseal(raw)
-    else:
+    elif damage == "truncated":
         raw = raw[:META + 4096]
+    elif damage == "empty":
+        raw = b""
+    elif damage == "longer":
+        raw += b"\xee" * 4096
+    else:
+        raw[16:24] = struct.pack("<Q", 4096)     # header says the window starts at 4 KiB
+        raw = reseal(raw)
     f.write_bytes(raw)
 
     vm = start(qemu_binary, props)
@@ -379,6 +387,8 @@ def test_damaged_save_is_detected(qemu_binary, tmp_path, damage, restore):
         status = struct.unpack_from("<H", log, 12)[0] >> 1
         assert ((status >> 8) & 7, status & 0xFF) == (MEDIA, SC_UNRECOVERED_READ), hex(status)
         assert os.path.exists(str(f) + ".bad"), "the damaged file is kept for inspection"
+        with open(str(f) + ".bad", "rb") as kept:
+            assert kept.read() == raw, "the copy is the file as it was found"
         assert "not restored" in vm.stderr_text()
     finally:
         vm.close()
