@@ -236,9 +236,6 @@ struct NhcCtrl {
     Notifier        ba_exit_notifier;
     GPtrArray      *ba_ops;         /* BA_PIN/SYNC/FLUSH in progress, waiting or transferring */
     bool            ba_kicking;
-    /* Called on an injected power cut (`power-cut` over QMP) just before QEMU stops: whatever
-     * models volatile device state (the write buffer) adds a notifier here and undoes what
-     * that state held (data: the NhcCtrl). */
 };
 
 /*
