@@ -26,28 +26,28 @@ static uint16_t nhc_admin_create_cq(NhcCtrl *n, NhcReq *req)
 
     if (!cqid || cqid >= n->num_queues || n->cq[cqid] ||
         cqid > (n->features.num_queues >> 16) + 1) {
-        return NHC_STATUS(NVME_INVALID_QID);
+        return NHC_ERR(NVME_INVALID_QID);
     }
     if (qsize < 2 || qsize > NVME_CAP_MQES(n->cap) + 1) {
-        return NHC_STATUS(NVME_MAX_QSIZE_EXCEEDED);
+        return NHC_ERR(NVME_MAX_QSIZE_EXCEEDED);
     }
     if (!NVME_CQ_FLAGS_PC(flags)) {
-        return NHC_STATUS(NVME_INVALID_FIELD);     /* CAP.CQR: queues must be contiguous */
+        return NHC_ERR(NVME_INVALID_FIELD);     /* CAP.CQR: queues must be contiguous */
     }
     if (!prp1) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     if (prp1 & (n->page_size - 1)) {
-        return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+        return NHC_ERR(NVME_INVALID_PRP_OFFSET);
     }
     if (vector >= n->num_vectors || (vector && !msix_enabled(PCI_DEVICE(n)))) {
-        return NHC_STATUS(NVME_INVALID_IRQ_VECTOR);
+        return NHC_ERR(NVME_INVALID_IRQ_VECTOR);
     }
     if (NVME_CC_IOCQES(n->cc) != 4) {
-        return NHC_STATUS(NVME_INVALID_FIELD);     /* CC.IOCQES must name 16-byte entries */
+        return NHC_ERR(NVME_INVALID_FIELD);     /* CC.IOCQES must name 16-byte entries */
     }
     if (!nhc_dma_is_ram(n, prp1, (uint64_t)qsize * sizeof(NvmeCqe), true)) {
-        return NHC_STATUS(NVME_INVALID_FIELD);     /* the device posts only to guest RAM */
+        return NHC_ERR(NVME_INVALID_FIELD);     /* the device posts only to guest RAM */
     }
     nhc_create_cq(n, cqid, prp1, qsize, vector, NVME_CQ_FLAGS_IEN(flags));
     nhc_dbbuf_attach(n, cqid);
@@ -65,25 +65,25 @@ static uint16_t nhc_admin_create_sq(NhcCtrl *n, NhcReq *req)
 
     if (!sqid || sqid >= n->num_queues || n->sq[sqid] ||
         sqid > (n->features.num_queues & 0xffff) + 1) {
-        return NHC_STATUS(NVME_INVALID_QID);
+        return NHC_ERR(NVME_INVALID_QID);
     }
     if (!cqid || cqid >= n->num_queues || !n->cq[cqid]) {
-        return NHC_STATUS(NVME_INVALID_CQID);
+        return NHC_ERR(NVME_INVALID_CQID);
     }
     if (qsize < 2 || qsize > NVME_CAP_MQES(n->cap) + 1) {
-        return NHC_STATUS(NVME_MAX_QSIZE_EXCEEDED);
+        return NHC_ERR(NVME_MAX_QSIZE_EXCEEDED);
     }
     if (!NVME_SQ_FLAGS_PC(flags) || !prp1) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     if (prp1 & (n->page_size - 1)) {
-        return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+        return NHC_ERR(NVME_INVALID_PRP_OFFSET);
     }
     if (NVME_CC_IOSQES(n->cc) != 6) {
-        return NHC_STATUS(NVME_INVALID_FIELD);     /* CC.IOSQES must name 64-byte entries */
+        return NHC_ERR(NVME_INVALID_FIELD);     /* CC.IOSQES must name 64-byte entries */
     }
     if (!nhc_dma_is_ram(n, prp1, (uint64_t)qsize * sizeof(NvmeCmd), false)) {
-        return NHC_STATUS(NVME_INVALID_FIELD);     /* the device fetches only from guest RAM */
+        return NHC_ERR(NVME_INVALID_FIELD);     /* the device fetches only from guest RAM */
     }
     /* QPRIO only matters under weighted round robin, which CAP.AMS does not offer */
     nhc_create_sq(n, sqid, cqid, prp1, qsize);
@@ -104,7 +104,7 @@ static uint16_t nhc_admin_doorbell_buffer_config(NhcCtrl *n, NhcReq *req)
     if (!dbs || !eis || (dbs | eis) & (n->page_size - 1) ||
         !nhc_dma_is_ram(n, dbs, n->page_size, false) ||
         !nhc_dma_is_ram(n, eis, n->page_size, true)) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     n->dbbuf_dbs = dbs;
     n->dbbuf_eis = eis;
@@ -119,7 +119,7 @@ static uint16_t nhc_admin_delete_sq(NhcCtrl *n, NhcReq *req)
     uint16_t qid = le16_to_cpu(((NvmeDeleteQ *)&req->cmd)->qid);
 
     if (!qid || qid >= n->num_queues || !n->sq[qid]) {
-        return NHC_STATUS(NVME_INVALID_QID);
+        return NHC_ERR(NVME_INVALID_QID);
     }
     /* completes once the SQ's last command has ended */
     req->pending = 1;
@@ -132,10 +132,10 @@ static uint16_t nhc_admin_delete_cq(NhcCtrl *n, NhcReq *req)
     uint16_t qid = le16_to_cpu(((NvmeDeleteQ *)&req->cmd)->qid);
 
     if (!qid || qid >= n->num_queues || !n->cq[qid]) {
-        return NHC_STATUS(NVME_INVALID_QID);
+        return NHC_ERR(NVME_INVALID_QID);
     }
     if (!QTAILQ_EMPTY(&n->cq[qid]->sq_list)) {
-        return NHC_STATUS(NVME_INVALID_QUEUE_DEL);
+        return NHC_ERR(NVME_INVALID_QUEUE_DEL);
     }
     nhc_delete_cq(n, qid);
     return NVME_SUCCESS;
@@ -211,7 +211,7 @@ static uint16_t nhc_identify_ns(NhcCtrl *n, NhcReq *req)
     uint64_t nows = npwg * cfg->channels * cfg->ways * cfg->dies * cfg->planes;
 
     if (nsid != NHC_NSID) {
-        return NHC_STATUS(NVME_INVALID_NSID);
+        return NHC_ERR(NVME_INVALID_NSID);
     }
     id->nsze = cpu_to_le64(n->nsze);
     id->ncap = cpu_to_le64(n->nsze);
@@ -239,7 +239,7 @@ static uint16_t nhc_identify_active_ns(NhcCtrl *n, NhcReq *req)
     uint32_t nsid = le32_to_cpu(req->cmd.nsid);
 
     if (nsid >= 0xfffffffe) {
-        return NHC_STATUS(NVME_INVALID_NSID);
+        return NHC_ERR(NVME_INVALID_NSID);
     }
     if (nsid < NHC_NSID) {
         list[0] = cpu_to_le32(NHC_NSID);
@@ -254,7 +254,7 @@ static uint16_t nhc_identify_ns_descriptors(NhcCtrl *n, NhcReq *req)
     uint8_t *p = buf;
 
     if (le32_to_cpu(req->cmd.nsid) != NHC_NSID) {
-        return NHC_STATUS(NVME_INVALID_NSID);
+        return NHC_ERR(NVME_INVALID_NSID);
     }
     d = (NvmeIdNsDescr *)p;
     d->nidt = NVME_NIDT_NGUID;
@@ -278,7 +278,7 @@ static uint16_t nhc_identify_ctrl_nvm(NhcCtrl *n, NhcReq *req)
     g_autofree NvmeIdCtrlNvm *id = g_new0(NvmeIdCtrlNvm, 1);
 
     if (((NvmeIdentify *)&req->cmd)->csi != NVME_CSI_NVM) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     return nhc_dma_to_host(n, id, sizeof(*id), &req->cmd);
 }
@@ -294,7 +294,7 @@ static uint16_t nhc_admin_identify(NhcCtrl *n, NhcReq *req)
     case NVME_ID_CNS_NS_ACTIVE_LIST: return nhc_identify_active_ns(n, req);
     case NVME_ID_CNS_NS_DESCR_LIST: return nhc_identify_ns_descriptors(n, req);
     case NVME_ID_CNS_CS_CTRL:       return nhc_identify_ctrl_nvm(n, req);
-    default:                        return NHC_STATUS(NVME_INVALID_FIELD);
+    default:                        return NHC_ERR(NVME_INVALID_FIELD);
     }
 }
 
@@ -363,7 +363,7 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
 
     trace_nhc_admin_get_log(lid, off, len);
     if ((off & 3) || len > (4096u << NHC_MDTS)) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     switch (lid) {
     case NVME_LOG_ERROR_INFO:
@@ -374,7 +374,7 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
         NvmeSmartLog s;
         uint32_t nsid = le32_to_cpu(c->nsid);
         if (nsid != 0 && nsid != NVME_NSID_BROADCAST && nsid != NHC_NSID) {
-            return NHC_STATUS(NVME_INVALID_NSID);
+            return NHC_ERR(NVME_INVALID_NSID);
         }
         nhc_smart_log(n, &s);
         g_byte_array_append(page, (uint8_t *)&s, sizeof(s));
@@ -398,10 +398,10 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
         page = g_byte_array_ref(n->vendor_log);
         break;
     default:
-        return NHC_STATUS(NVME_INVALID_LOG_ID);
+        return NHC_ERR(NVME_INVALID_LOG_ID);
     }
     if (off > page->len) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     out = g_malloc0(len);
     memcpy(out, page->data + off, MIN(len, page->len - off));
@@ -469,7 +469,7 @@ static uint16_t nhc_admin_abort(NhcCtrl *n, NhcReq *req)
 uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req)
 {
     if (NVME_CMD_FLAGS_FUSE(req->cmd.flags) || NVME_CMD_FLAGS_PSDT(req->cmd.flags)) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     switch (req->cmd.opcode) {
     case NVME_ADM_CMD_DELETE_SQ:    return nhc_admin_delete_sq(n, req);
@@ -489,6 +489,6 @@ uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req)
     case NHC_ADM_BA_READ_DMA:       return nhc_admin_ba_read_dma(n, req);
     case NHC_ADM_BA_FLUSH:          return nhc_admin_ba_flush(n, req);
     default:
-        return NHC_STATUS(NVME_INVALID_OPCODE);
+        return NHC_ERR(NVME_INVALID_OPCODE);
     }
 }

@@ -37,14 +37,14 @@ static uint16_t nhc_ba_status(NhBaErr err)
 {
     switch (err) {
     case NH_BA_OK:          return NVME_SUCCESS;
-    case NH_BA_EBADEID:     return NHC_SC_BA_INVALID_ENTRY;
-    case NH_BA_EBUSY:       return NHC_SC_BA_ENTRY_PINNED;
-    case NH_BA_ENOTPINNED:  return NHC_SC_BA_ENTRY_NOT_PINNED;
-    case NH_BA_EWINDOW:     return NHC_SC_BA_WINDOW_RANGE;
-    case NH_BA_ELBA:        return NHC_STATUS(NVME_LBA_RANGE);
-    case NH_BA_EOVERLAP:    return NHC_SC_BA_OVERLAP;
+    case NH_BA_EBADEID:     return NHC_ERR(NHC_SC_BA_INVALID_ENTRY);
+    case NH_BA_EBUSY:       return NHC_ERR(NHC_SC_BA_ENTRY_PINNED);
+    case NH_BA_ENOTPINNED:  return NHC_ERR(NHC_SC_BA_ENTRY_NOT_PINNED);
+    case NH_BA_EWINDOW:     return NHC_ERR(NHC_SC_BA_WINDOW_RANGE);
+    case NH_BA_ELBA:        return NHC_ERR(NVME_LBA_RANGE);
+    case NH_BA_EOVERLAP:    return NHC_ERR(NHC_SC_BA_OVERLAP);
     }
-    return NHC_STATUS(NVME_INTERNAL_DEV_ERROR);
+    return NHC_ERR(NVME_INTERNAL_DEV_ERROR);
 }
 
 static bool nhc_ba_restore_failed(NhcCtrl *n)
@@ -321,12 +321,12 @@ static uint16_t nhc_ba_check_pending_pins(NhcCtrl *n, uint32_t eid, uint64_t off
             continue;
         }
         if (nhc_ba_eid(other) == eid) {
-            return NHC_SC_BA_ENTRY_PINNED;
+            return NHC_ERR(NHC_SC_BA_ENTRY_PINNED);
         }
         nhc_ba_pin_args(other, &ooff, &oslba, &onlb);
         if (nhc_lbas_overlap(off, nlb * n->lba_size, ooff, onlb * n->lba_size) ||
             nhc_lbas_overlap(slba, nlb, oslba, onlb)) {
-            return NHC_SC_BA_OVERLAP;
+            return NHC_ERR(NHC_SC_BA_OVERLAP);
         }
     }
     return NVME_SUCCESS;
@@ -341,7 +341,7 @@ uint16_t nhc_admin_ba_pin(NhcCtrl *n, NhcReq *req)
     uint16_t status;
 
     if (!n->ba) {
-        return NHC_STATUS(NVME_INVALID_OPCODE);
+        return NHC_ERR(NVME_INVALID_OPCODE);
     }
     nhc_ba_pin_args(req, &off, &slba, &nlb);
     status = nhc_ba_status(nh_ba_check_pin(n->ba, eid, off, slba, nlb));
@@ -356,7 +356,7 @@ static uint16_t nhc_ba_sync(NhcCtrl *n, NhcReq *req)
     uint16_t status;
 
     if (!n->ba) {
-        return NHC_STATUS(NVME_INVALID_OPCODE);
+        return NHC_ERR(NVME_INVALID_OPCODE);
     }
     status = nhc_ba_status(nh_ba_check_entry(n->ba, nhc_ba_eid(req)));
     return status ? status : nhc_ba_admit(n, req);
@@ -379,10 +379,10 @@ uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req)
     const NhBaEntry *e;
 
     if (!n->ba) {
-        return NHC_STATUS(NVME_INVALID_OPCODE);
+        return NHC_ERR(NVME_INVALID_OPCODE);
     }
     if (eid >= n->ba->entries) {
-        return NHC_SC_BA_INVALID_ENTRY;
+        return NHC_ERR(NHC_SC_BA_INVALID_ENTRY);
     }
     e = &n->ba->table[eid];
     stw_le_p(info + 0, eid);
@@ -409,18 +409,18 @@ uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req)
     uint16_t status;
 
     if (!n->ba) {
-        return NHC_STATUS(NVME_INVALID_OPCODE);
+        return NHC_ERR(NVME_INVALID_OPCODE);
     }
     status = nhc_ba_status(nh_ba_check_entry(n->ba, eid));
     if (status) {
         return status;
     }
     if (len == 0 || len > (4096u << NHC_MDTS)) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     e = &n->ba->table[eid];
     if (off > e->nlb << n->lba_shift || len > (e->nlb << n->lba_shift) - off) {
-        return NHC_SC_BA_WINDOW_RANGE;
+        return NHC_ERR(NHC_SC_BA_WINDOW_RANGE);
     }
     return nhc_dma_to_host(n, n->ba->window + e->offset + off, len, &req->cmd);
 }
@@ -434,7 +434,7 @@ uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb)
         return NVME_SUCCESS;
     }
     if (nh_ba_lbas_pinned(n->ba, slba, nlb)) {
-        return NHC_STATUS(NVME_ACCESS_DENIED);
+        return NHC_ERR(NVME_ACCESS_DENIED);
     }
     for (guint i = 0; i < n->ba_ops->len; i++) {
         NhcReq *pin = g_ptr_array_index(n->ba_ops, i);
@@ -443,7 +443,7 @@ uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb)
         if (pin->cmd.opcode == NHC_ADM_BA_PIN) {
             nhc_ba_pin_args(pin, &off, &pslba, &pnlb);
             if (nhc_lbas_overlap(slba, nlb, pslba, pnlb)) {
-                return NHC_STATUS(NVME_ACCESS_DENIED);
+                return NHC_ERR(NVME_ACCESS_DENIED);
             }
         }
     }

@@ -25,6 +25,12 @@
 
 /* ------------------------------------------------------------------------------ errors */
 
+uint16_t nhc_err_status(uint16_t status, const char *func, int line)
+{
+    trace_nhc_err_status(func, line, status);
+    return status;
+}
+
 /* The newest entry of the Error Information log (SQID and CID FFFFh: no command). */
 void nhc_error_log_push(NhcCtrl *n, uint16_t sqid, uint16_t cid, uint16_t status,
                         uint32_t nsid, uint64_t lba)

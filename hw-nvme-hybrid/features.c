@@ -27,7 +27,7 @@ static uint16_t nhc_temp_threshold(NhcCtrl *n, uint32_t dw11, bool set, uint16_t
     uint32_t tmpsel = (dw11 >> 16) & 0xf, thsel = (dw11 >> 20) & 3;
 
     if ((tmpsel && !(set && tmpsel == NHC_TMPSEL_ALL)) || thsel > 1) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     *th = thsel ? &n->features.temp_under : &n->features.temp_over;
     return NVME_SUCCESS;
@@ -36,7 +36,7 @@ static uint16_t nhc_temp_threshold(NhcCtrl *n, uint32_t dw11, bool set, uint16_t
 static uint16_t nhc_check_ns(uint32_t nsid)
 {
     return nsid == NHC_NSID || nsid == NVME_NSID_BROADCAST ?
-           NVME_SUCCESS : NHC_STATUS(NVME_INVALID_NSID);
+           NVME_SUCCESS : NHC_ERR(NVME_INVALID_NSID);
 }
 
 static uint16_t nhc_get_timestamp(NhcCtrl *n, NhcReq *req, bool dflt)
@@ -73,7 +73,9 @@ static uint16_t nhc_feature_value(NhcCtrl *n, NhcReq *req, uint8_t fid, bool dfl
         break;
     case NVME_TEMPERATURE_THRESHOLD:
         status = nhc_temp_threshold(n, dw11, false, &th);
-        *result = dflt ? (th == &f->temp_over ? NHC_WCTEMP_K : 0) : *th;
+        if (!status) {
+            *result = dflt ? (th == &f->temp_over ? NHC_WCTEMP_K : 0) : *th;
+        }
         break;
     case NVME_ERROR_RECOVERY:
         status = nhc_check_ns(le32_to_cpu(req->cmd.nsid));
@@ -91,7 +93,7 @@ static uint16_t nhc_feature_value(NhcCtrl *n, NhcReq *req, uint8_t fid, bool dfl
     case NVME_INTERRUPT_VECTOR_CONF: {
         uint32_t iv = dw11 & 0xffff;
         if (iv >= n->num_vectors) {
-            return NHC_STATUS(NVME_INVALID_FIELD);
+            return NHC_ERR(NVME_INVALID_FIELD);
         }
         *result = iv | (!dflt && test_bit(iv, f->vector_no_coalescing) ?
                         NVME_INTVC_NOCOALESCING : 0);
@@ -104,7 +106,7 @@ static uint16_t nhc_feature_value(NhcCtrl *n, NhcReq *req, uint8_t fid, bool dfl
         *result = dflt ? 0 : f->async_config;
         break;
     default:
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     return status;
 }
@@ -120,11 +122,11 @@ uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req)
 
     trace_nhc_admin_get_features(fid, sel, le32_to_cpu(req->cmd.cdw11));
     if (sel > NVME_GETFEAT_SELECT_CAP) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     if (fid == NVME_VOLATILE_WRITE_CACHE && !n->vwc_present &&
         sel != NVME_GETFEAT_SELECT_CAP) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     if (fid == NVME_TIMESTAMP) {
         if (sel != NVME_GETFEAT_SELECT_CAP) {
@@ -154,7 +156,7 @@ static uint16_t nhc_set_write_cache(NhcCtrl *n, NhcReq *req, bool enable)
     uint64_t done;
 
     if (!n->vwc_present) {
-        return enable ? NHC_STATUS(NVME_INVALID_FIELD) : NVME_SUCCESS;
+        return enable ? NHC_ERR(NVME_INVALID_FIELD) : NVME_SUCCESS;
     }
     n->wce = enable;
     if (n->backend_wc) {
@@ -175,11 +177,11 @@ static uint16_t nhc_set_num_queues(NhcCtrl *n, NhcReq *req, uint32_t dw11)
     uint32_t max = n->max_ioqpairs - 1;
 
     if (nsqr == 0xffff || ncqr == 0xffff) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     for (uint32_t i = 1; i < n->num_queues; i++) {
         if (n->sq[i] || n->cq[i]) {
-            return NHC_STATUS(NVME_CMD_SEQ_ERROR);
+            return NHC_ERR(NVME_CMD_SEQ_ERROR);
         }
     }
     n->features.num_queues = MIN(ncqr, max) << 16 | MIN(nsqr, max);
@@ -227,7 +229,7 @@ uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
 
     trace_nhc_admin_set_features(NVME_GETSETFEAT_FID(dw10), dw11);
     if (NVME_SETFEAT_SAVE(dw10)) {
-        return NHC_STATUS(NVME_FID_NOT_SAVEABLE);
+        return NHC_ERR(NVME_FID_NOT_SAVEABLE);
     }
     switch (NVME_GETSETFEAT_FID(dw10)) {
     case NVME_ARBITRATION:
@@ -236,7 +238,7 @@ uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
     case NVME_POWER_MANAGEMENT:
         /* one power state (NPSS 0) */
         if ((dw11 & 0x1f) > 0 || ((dw11 >> 5) & 7) > NHC_PM_WH_MAX) {
-            return NHC_STATUS(NVME_INVALID_FIELD);
+            return NHC_ERR(NVME_INVALID_FIELD);
         }
         f->power_mgmt = dw11 & 0xff;
         break;
@@ -248,7 +250,7 @@ uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
             return status;
         }
         if (dw11 & (1 << 16)) {
-            return NHC_STATUS(NVME_INVALID_FIELD);      /* DULBE: NSFEAT.DAE is 0 */
+            return NHC_ERR(NVME_INVALID_FIELD);      /* DULBE: NSFEAT.DAE is 0 */
         }
         f->error_recovery = dw11 & 0xffff;
         break;
@@ -262,7 +264,7 @@ uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
         break;
     case NVME_INTERRUPT_VECTOR_CONF:
         if ((dw11 & 0xffff) >= n->num_vectors) {
-            return NHC_STATUS(NVME_INVALID_FIELD);
+            return NHC_ERR(NVME_INVALID_FIELD);
         }
         if (dw11 & NVME_INTVC_NOCOALESCING) {
             set_bit(dw11 & 0xffff, f->vector_no_coalescing);
@@ -279,7 +281,7 @@ uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
     case NVME_TIMESTAMP:
         return nhc_set_timestamp(n, req);
     default:
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     return NVME_SUCCESS;
 }

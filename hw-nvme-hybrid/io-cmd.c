@@ -54,7 +54,7 @@ static uint16_t nhc_prp_add(NhcCtrl *n, QEMUSGList *qsg, uint64_t addr, uint32_t
     if (!nhc_dma_is_ram(n, addr, len, to_host)) {
         NHC_GUEST_ERR(trace_nhc_err_prp_not_ram(addr, len),
                       "PRP 0x%" PRIx64 " (+%u) is not guest RAM", addr, len);
-        return NHC_STATUS(NVME_DATA_TRAS_ERROR);
+        return NHC_ERR(NVME_DATA_TRAS_ERROR);
     }
     qemu_sglist_add(qsg, addr, len);
     return NVME_SUCCESS;
@@ -77,7 +77,7 @@ uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, 
 
     pci_dma_sglist_init(qsg, pci, 1 + DIV_ROUND_UP(len, psz));
     if (prp1 & 3) {
-        return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+        return NHC_ERR(NVME_INVALID_PRP_OFFSET);
     }
     status = nhc_prp_add(n, qsg, prp1, trans, to_host);
     len -= trans;
@@ -86,14 +86,14 @@ uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, 
     }
     if (len <= psz) {
         if (prp2 & (psz - 1)) {
-            return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+            return NHC_ERR(NVME_INVALID_PRP_OFFSET);
         }
         return nhc_prp_add(n, qsg, prp2, len, to_host);
     }
 
     /* PRP list */
     if (prp2 & 7) {
-        return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+        return NHC_ERR(NVME_INVALID_PRP_OFFSET);
     }
     while (len) {
         /* entries left in this list page, and no more than the transfer still needs */
@@ -103,20 +103,20 @@ uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, 
 
         if (!nhc_dma_is_ram(n, prp2, nents * 8, false) ||
             pci_dma_read(pci, prp2, list, nents * 8) != MEMTX_OK) {
-            return NHC_STATUS(NVME_DATA_TRAS_ERROR);
+            return NHC_ERR(NVME_DATA_TRAS_ERROR);
         }
         for (i = 0; i < nents && len; i++) {
             uint64_t ent = le64_to_cpu(list[i]);
 
             if (i == nents - 1 && len > psz) {
                 if (ent & (psz - 1)) {
-                    return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+                    return NHC_ERR(NVME_INVALID_PRP_OFFSET);
                 }
                 prp2 = ent;         /* chain to the next list page */
                 break;
             }
             if (ent & (psz - 1)) {
-                return NHC_STATUS(NVME_INVALID_PRP_OFFSET);
+                return NHC_ERR(NVME_INVALID_PRP_OFFSET);
             }
             trans = MIN(len, psz);
             status = nhc_prp_add(n, qsg, ent, trans, to_host);
@@ -143,7 +143,7 @@ static uint16_t nhc_dma_buf(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd,
             pci_dma_write(PCI_DEVICE(n), qsg.sg[i].base, p, qsg.sg[i].len) :
             pci_dma_read(PCI_DEVICE(n), qsg.sg[i].base, p, qsg.sg[i].len);
         if (r != MEMTX_OK) {
-            status = NHC_STATUS(NVME_DATA_TRAS_ERROR);
+            status = NHC_ERR(NVME_DATA_TRAS_ERROR);
         }
         p += qsg.sg[i].len;
     }
@@ -282,7 +282,7 @@ static void nhc_io_rw_sync(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, 
             pci_dma_read(PCI_DEVICE(n), req->qsg.sg[i].base, p, req->qsg.sg[i].len) :
             pci_dma_write(PCI_DEVICE(n), req->qsg.sg[i].base, p, req->qsg.sg[i].len);
         if (r != MEMTX_OK) {
-            req->status = NHC_STATUS(NVME_DATA_TRAS_ERROR);
+            req->status = NHC_ERR(NVME_DATA_TRAS_ERROR);
             break;
         }
         p += req->qsg.sg[i].len;
@@ -327,7 +327,7 @@ void nhc_backend_flush(NhcCtrl *n, NhcReq *req, BlockCompletionFunc *cb)
 static uint16_t nhc_check_range(NhcCtrl *n, uint64_t slba, uint64_t nlb)
 {
     if (slba >= n->nsze || nlb > n->nsze - slba) {
-        return NHC_STATUS(NVME_LBA_RANGE);
+        return NHC_ERR(NVME_LBA_RANGE);
     }
     return NVME_SUCCESS;
 }
@@ -354,7 +354,7 @@ static uint16_t nhc_rw_check_and_map(NhcCtrl *n, NhcReq *req, bool write, uint64
     *off = slba << n->lba_shift;
     *len = (uint64_t)nlb << n->lba_shift;
     if (*len > (4096u << NHC_MDTS)) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     return nhc_map_prp(n, &req->qsg, le64_to_cpu(rw->dptr.prp1), le64_to_cpu(rw->dptr.prp2),
                        *len, !write && req->cmd.opcode == NVME_CMD_READ);
@@ -420,13 +420,13 @@ static void nhc_compare_cb(void *opaque, int ret)
         for (int i = 0; i < req->qsg.nsg; i++) {
             if (pci_dma_read(PCI_DEVICE(req->sq->n), req->qsg.sg[i].base, p,
                              req->qsg.sg[i].len) != MEMTX_OK) {
-                req->status = NHC_STATUS(NVME_DATA_TRAS_ERROR);
+                req->status = NHC_ERR(NVME_DATA_TRAS_ERROR);
                 break;
             }
             p += req->qsg.sg[i].len;
         }
         if (!req->status && memcmp(req->bounce, host, half)) {
-            req->status = NHC_STATUS(NVME_CMP_FAILURE);
+            req->status = NHC_ERR(NVME_CMP_FAILURE);
         }
     }
     nhc_req_backend_done(req, ret);
@@ -594,7 +594,7 @@ uint16_t nhc_io_dispatch(NhcCtrl *n, NhcReq *req)
     uint32_t nsid = le32_to_cpu(req->cmd.nsid);
 
     if (NVME_CMD_FLAGS_FUSE(req->cmd.flags) || NVME_CMD_FLAGS_PSDT(req->cmd.flags)) {
-        return NHC_STATUS(NVME_INVALID_FIELD);
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     if (req->cmd.opcode == NVME_CMD_FLUSH && nsid == NVME_NSID_BROADCAST) {
         return nhc_io_flush(n, req);
@@ -607,11 +607,11 @@ uint16_t nhc_io_dispatch(NhcCtrl *n, NhcReq *req)
     case NVME_CMD_WRITE_ZEROES:
     case NVME_CMD_DSM:
         if (nsid != NHC_NSID) {
-            return NHC_STATUS(NVME_INVALID_NSID);
+            return NHC_ERR(NVME_INVALID_NSID);
         }
         break;
     default:
-        return NHC_STATUS(NVME_INVALID_OPCODE);
+        return NHC_ERR(NVME_INVALID_OPCODE);
     }
     switch (req->cmd.opcode) {
     case NVME_CMD_FLUSH:        return nhc_io_flush(n, req);

@@ -50,6 +50,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
 
 /* A status the host should not retry: the same command fails the same way. */
 #define NHC_STATUS(sc)      ((sc) | NVME_DNR)
+/* The same, where a check fails: the trace event nhc_err_status names the function and line. */
+#define NHC_ERR(sc)         nhc_err_status(NHC_STATUS(sc), __func__, __LINE__)
 
 /* Vendor specific admin opcodes of the BAR1 window (docs/bar-pm.md); the low two bits give
  * the data direction: 00 none, 10 controller to host. */
@@ -234,9 +236,6 @@ struct NhcCtrl {
     Notifier        ba_exit_notifier;
     GPtrArray      *ba_ops;         /* BA_PIN/SYNC/FLUSH in progress, waiting or transferring */
     bool            ba_kicking;
-    /* Called on an injected power cut (`power-cut` over QMP) just before QEMU stops: whatever
-     * models volatile device state (the write buffer) adds a notifier here and undoes what
-     * that state held (data: the NhcCtrl). */
 };
 
 /*
@@ -266,6 +265,7 @@ static inline void nhc_guard_exit(NhcCtrl *n, bool was)
     } while (0)
 
 /* ctrl.c */
+uint16_t nhc_err_status(uint16_t status, const char *func, int line);
 void nhc_record_error(NhcCtrl *n, NhcReq *req);
 void nhc_error_log_push(NhcCtrl *n, uint16_t sqid, uint16_t cid, uint16_t status,
                         uint32_t nsid, uint64_t lba);

@@ -20,8 +20,10 @@ def test_commands_and_errors_are_traced(qemu_binary):
         c.wr32(c.sq_doorbell(9), 1)             # a queue that does not exist
         log = vm.stderr_text()
         for event in ("nhc_ctrl_enable", "nhc_cmd_fetch", "nhc_admin_identify",
-                      "nhc_cmd_complete", "nhc_err_cmd", "nhc_err_doorbell", "nhc_mmio_write"):
+                      "nhc_cmd_complete", "nhc_err_cmd", "nhc_err_status", "nhc_err_doorbell",
+                      "nhc_mmio_write"):
             assert event in log, f"no {event} in QEMU's log"
         assert "opcode 0x7f: status 0x4001" in log
+        assert "nhc_admin_dispatch:" in log, "nhc_err_status names where the check failed"
     finally:
         vm.close()
