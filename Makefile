@@ -17,6 +17,10 @@ MESON      := $(BUILD)/venv/bin/meson
 
 all: $(BUILD)/.configured
 	ninja -C $(BUILD)
+	@# The device links libnh-engine.a with -l, which QEMU's ninja does not track: a newer
+	@# archive must still give a newer QEMU, so drop the stale binary and let ninja relink it.
+	@if [ $(BUILD)/libnh-engine.a -nt $(BUILD)/qemu-build/qemu-system-x86_64 ]; then \
+	    rm -f $(BUILD)/qemu-build/qemu-system-x86_64; fi
 	ninja -C $(BUILD)/qemu-build qemu-system-x86_64
 	ln -sfn qemu-build/qemu-system-x86_64 $(BUILD)/qemu-system-x86_64
 

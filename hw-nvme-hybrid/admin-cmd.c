@@ -202,13 +202,11 @@ static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
 static uint16_t nhc_identify_ns(NhcCtrl *n, NhcReq *req)
 {
     g_autofree NvmeIdNs *id = g_new0(NvmeIdNs, 1);
-    const NhConfig *cfg = nh_engine_config(n->engine);
     uint32_t nsid = le32_to_cpu(req->cmd.nsid);
-    /* Preferred write granularity and optimal write size, in LBAs: what one program writes
-     * (a page, or a TLC word line of 3 with one-shot programming), and a stripe of that on
-     * every die and plane. */
-    uint64_t npwg = (cfg->page_size >> n->lba_shift) * (cfg->one_shot == NH_ON ? 3 : 1);
-    uint64_t nows = npwg * cfg->channels * cfg->ways * cfg->dies * cfg->planes;
+    /* Preferred write granularity and optimal write size, in LBAs: what one program writes,
+     * and a stripe of that on every die and plane (the engine knows both). */
+    uint64_t npwg = nh_engine_program_bytes(n->engine) >> n->lba_shift;
+    uint64_t nows = nh_engine_stripe_bytes(n->engine) >> n->lba_shift;
 
     if (nsid != NHC_NSID) {
         return NHC_ERR(NVME_INVALID_NSID);
