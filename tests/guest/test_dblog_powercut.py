@@ -71,3 +71,63 @@ def test_acknowledged_records_survive_sigkill(share, tmp_path, monkeypatch):
     log = (share / "log-after").read_bytes().split(b"\n")
     want = [b"record %06d %s" % (n, b"x" * (n % 200)) for n in acked]
     assert log[:len(want)] == want, "acknowledged records missing or damaged after replay"
+
+
+PG_WRITER = r"""
+set -eu
+NHWAL_FLUSH_MS=600000 nh-db-setup --wal pg > /dev/null
+psql="runuser -u postgres -- psql -h /run/postgresql -X -q -v ON_ERROR_STOP=1 postgres"
+$psql -c "create table acked (id int primary key, pad text)"
+sync
+# One session, autocommit: each INSERT returns after its commit is durable (synchronous_commit
+# on); the \echo after it is printed only then, and the host learns it through the share.
+{
+    for i in $(seq %(commits)d); do
+        printf '%%s\n' "insert into acked values ($i, repeat('p', 100));" "\\echo ack $i"
+    done
+} | $psql | while read -r word n; do
+    [ "$word" = ack ] && echo $n >> /mnt/share/acked
+done
+nhwal status --name pg > /mnt/share/status.tmp
+mv /mnt/share/status.tmp /mnt/share/ready
+sleep 600
+"""
+
+PG_AFTER = r"""
+set -eu
+nh-db-setup --keep --wal pg
+runuser -u postgres -- psql -h /run/postgresql -X -A -t -c "select id from acked" postgres \
+    > /mnt/share/present
+"""
+
+
+def test_postgres_commits_survive_sigkill(share, tmp_path, monkeypatch):
+    """PostgreSQL's WAL on the window (the background flusher held off, so the last commits
+    are durable only in the ring): every commit acknowledged before SIGKILL is in the table
+    after the ring's replay and PostgreSQL's own recovery."""
+    monkeypatch.setenv("NVME_HYBRID_GUEST", "db")
+    commits = 200
+    disk = tmp_path / "disk.img"
+    pidfile = tmp_path / "qemu.pid"
+    run = VmRun(PG_WRITER % {"commits": commits}, share=share, disk=disk, size="1G",
+                qemu="-pidfile %s" % pidfile, timeout=500)
+    try:
+        run.wait_for_file(str(share / "ready"), timeout=450)
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        status, out = run.wait()
+    finally:
+        run.kill()
+    assert status == 125, "QEMU should have died under the guest: %s\n%s" % (status, out)
+    ring = (share / "ready").read_text()
+    m = re.search(r"in the ring: ([0-9]+) records", ring)
+    assert m and int(m.group(1)) > 0, ring
+
+    status, out = vm(PG_AFTER, share=share, disk=disk, size="1G", timeout=300)
+    check(status, out, "restart after the power loss")
+    acked = {int(x) for x in (share / "acked").read_text().split()}
+    present = {int(x) for x in (share / "present").read_text().split()}
+    assert acked == set(range(1, commits + 1))
+    m = re.search(r"replayed ([0-9]+) records .* from ring 'pg'", out)
+    assert m and int(m.group(1)) > 0, out
+    missing = sorted(acked - present)
+    assert not missing, "acknowledged commits missing after recovery: %s" % missing[:20]
