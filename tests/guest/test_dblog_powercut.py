@@ -131,3 +131,69 @@ def test_postgres_commits_survive_sigkill(share, tmp_path, monkeypatch):
     assert m and int(m.group(1)) > 0, out
     missing = sorted(acked - present)
     assert not missing, "acknowledged commits missing after recovery: %s" % missing[:20]
+
+
+REDIS_WRITER = r"""
+set -eu
+NHWAL_FLUSH_MS=600000 nh-db-setup --wal redis > /dev/null
+sync
+# appendfsync always: a reply comes after the AOF write and its fdatasync.
+python3 - <<'EOF2'
+import os, redis
+r = redis.Redis(unix_socket_path="/run/redis/redis.sock")
+ack = open("/mnt/share/acked", "a")
+for i in range(1, %(writes)d + 1):
+    r.set("k%%d" %% i, "v%%d" %% i * 8)
+    ack.write("%%d\n" %% i)
+    ack.flush()
+    os.fsync(ack.fileno())
+EOF2
+nhwal status --name redis > /mnt/share/status.tmp
+mv /mnt/share/status.tmp /mnt/share/ready
+sleep 600
+"""
+
+REDIS_AFTER = r"""
+set -eu
+nh-db-setup --keep --wal redis
+python3 - <<'EOF2'
+import redis
+r = redis.Redis(unix_socket_path="/run/redis/redis.sock")
+with open("/mnt/share/present", "w") as f:
+    for k in r.scan_iter("k*", count=1000):
+        i = int(k[1:])
+        if r.get(k) == ("v%d" % i * 8).encode():
+            f.write("%d\n" % i)
+EOF2
+"""
+
+
+def test_redis_writes_survive_sigkill(share, tmp_path, monkeypatch):
+    """Redis with its AOF on the window (appendfsync always): every SET answered before
+    SIGKILL is there after the ring's replay and Redis's AOF load."""
+    monkeypatch.setenv("NVME_HYBRID_GUEST", "db")
+    writes = 300
+    disk = tmp_path / "disk.img"
+    pidfile = tmp_path / "qemu.pid"
+    run = VmRun(REDIS_WRITER % {"writes": writes}, share=share, disk=disk, size="1G",
+                qemu="-pidfile %s" % pidfile, timeout=400)
+    try:
+        run.wait_for_file(str(share / "ready"), timeout=350)
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        status, out = run.wait()
+    finally:
+        run.kill()
+    assert status == 125, "QEMU should have died under the guest: %s\n%s" % (status, out)
+    ring = (share / "ready").read_text()
+    m = re.search(r"in the ring: ([0-9]+) records", ring)
+    assert m and int(m.group(1)) > 0, ring
+
+    status, out = vm(REDIS_AFTER, share=share, disk=disk, size="1G", timeout=300)
+    check(status, out, "restart after the power loss")
+    acked = {int(x) for x in (share / "acked").read_text().split()}
+    present = {int(x) for x in (share / "present").read_text().split()}
+    assert acked == set(range(1, writes + 1))
+    m = re.search(r"replayed ([0-9]+) records .* from ring 'redis'", out)
+    assert m and int(m.group(1)) > 0, out
+    missing = sorted(acked - present)
+    assert not missing, "acknowledged writes missing after recovery: %s" % missing[:20]
