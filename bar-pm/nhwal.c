@@ -54,6 +54,7 @@ static struct {
     /* per-process fd table (inherited by fork, rebuilt after exec from /proc/self/fd) */
     struct fdent { char *path; uint8_t tracked, append; } *fds;
     size_t nfds;
+    size_t fd_hi;           /* every tracked fd is below this */
     pthread_mutex_t fd_lock;
     uint64_t seen_renames;
     /* background flusher */
@@ -188,6 +189,9 @@ static void track(int fd, const char *abs, int append)
     e->path = p;
     e->append = append;
     e->tracked = p != NULL;
+    if ((size_t)fd >= g.fd_hi) {
+        g.fd_hi = fd + 1;
+    }
     pthread_mutex_unlock(&g.fd_lock);
 }
 
@@ -227,7 +231,7 @@ static void reresolve(void)
         return;
     }
     g.seen_renames = n;
-    for (size_t fd = 0; fd < g.nfds; fd++) {
+    for (size_t fd = 0; fd < g.fd_hi; fd++) {
         char link[64], target[PATH_MAX];
         ssize_t k;
 

@@ -1,13 +1,15 @@
 """The log library on the real window through a power loss (docs/dblog.md): a process appends
 records to a tracked log file, each followed by fdatasync, and reports every acknowledged one to
-the host; QEMU is killed with SIGKILL, so the guest's page cache (and with it every log write
-the library answered from the window) is gone; after a restart on the same disk the ring is
+the host; QEMU is killed with SIGKILL (or the device's QMP power-cut), so the guest's page cache
+(and with it every log write the library answered from the window) is gone; after a restart on the same disk the ring is
 replayed and every acknowledged record must be in the file."""
 import os
 import re
 import signal
 
-from conftest import VmRun, check, vm
+import pytest
+
+from conftest import QMP, QOM_PATH, VmRun, check, vm
 
 WRITER = r"""
 set -eu
@@ -41,17 +43,25 @@ cp /mnt/db/applog/log /mnt/share/log-after
 """
 
 
-def test_acknowledged_records_survive_sigkill(share, tmp_path, monkeypatch):
+@pytest.mark.parametrize("how", ["sigkill", "power-cut"])
+def test_acknowledged_records_survive_power_loss(share, tmp_path, monkeypatch, how):
     monkeypatch.setenv("NVME_HYBRID_GUEST", "db")
     records = 400
     disk = tmp_path / "disk.img"
     pidfile = tmp_path / "qemu.pid"
+    qmp = tmp_path / "qmp.sock"
     run = VmRun(WRITER % {"records": records}, share=share, disk=disk, size="512M",
-                qemu="-pidfile %s" % pidfile, timeout=400)
+                qemu="-pidfile %s" % pidfile, qmp=qmp, timeout=400)
     try:
         run.wait_for_file(str(share / "ready"), timeout=300)
         run.wait_for_file(str(share / "status-before"), timeout=60)
-        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        if how == "sigkill":
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        else:
+            try:
+                QMP(qmp).command("qom-set", path=QOM_PATH, property="power-cut", value=True)
+            except (ConnectionError, OSError):
+                pass            # QEMU stops before it answers: that is the power cut
         status, out = run.wait()
     finally:
         run.kill()
