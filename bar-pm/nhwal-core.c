@@ -88,6 +88,26 @@ static int apply(void *ctx, const char *path, uint64_t off, const void *buf, siz
     return 0;
 }
 
+static int truncate_cb(void *ctx, const char *path, uint64_t size)
+{
+    int fd = sys_open(path, O_WRONLY | O_CREAT, 0600);
+    long r;
+
+    (void)ctx;
+    if (fd < 0) {
+        fprintf(stderr, "nhwal: replay: cannot open %s: %s\n", path, strerror(-fd));
+        return fd;
+    }
+    r = syscall(SYS_ftruncate, fd, (off_t)size);
+    r = r < 0 ? -errno : 0;
+    if (r) {
+        fprintf(stderr, "nhwal: replay: cannot cut %s to %llu bytes: %s\n", path,
+                (unsigned long long)size, strerror((int)-r));
+    }
+    sys_close(fd);
+    return (int)r;
+}
+
 int nhwal_find(ba_dev *dev, const char *name, uint64_t *off, char *err, size_t errlen)
 {
     volatile uint8_t *win = ba_window(dev);
@@ -160,7 +180,7 @@ int nhwal_attach_dev(nhwal *w, ba_dev *dev, const char *name, char *err, size_t 
             snprintf(err, errlen, "cannot initialize the shared locks: %s", strerror(-ret));
             goto fail;
         }
-        n = wr_replay(&w->ring, apply, &w->replayed_bytes);
+        n = wr_replay(&w->ring, apply, truncate_cb, &w->replayed_bytes);
         if (n < 0) {
             ret = (int)n;
             snprintf(err, errlen, "replay of ring '%s' failed: %s (the ring is kept; nothing "

@@ -10,9 +10,10 @@
  * write returns; fsync/fdatasync of a tracked file then return at once.  A background thread
  * (and, when the ring is full, the writer itself) makes the files durable with fdatasync and
  * frees the ring.  The first process since boot replays the ring into the files in its
- * constructor, before the program's main runs.  Renames, unlinks and truncations of a file
- * with records in the ring flush the ring first, so that a replay never writes old bytes
- * into a file that was renamed, removed or cut since.
+ * constructor, before the program's main runs.  Truncations are records of the ring too.
+ * Renames and unlinks of a file with records in the ring flush the ring first, and are made
+ * durable (fsync of the directory) before they return, so that a replay never writes old
+ * bytes into a file that was renamed or removed since.
  *
  * On any setup problem (no pattern match possible, no device, no ring, a ring that does not
  * fit) the library says so on stderr and stays out of the way: the block path, fsync a real
@@ -251,7 +252,11 @@ static void reresolve(void)
             if (matches(target)) {
                 track(fd, target, g.fds[fd].append);
             } else {
-                untrack(fd);
+                /* From now on its writes bypass the ring: records of it already there must
+                 * never be replayed over them.  (A failed flush leaves it tracked.) */
+                if (wr_flush(&g.w.ring) == 0) {
+                    untrack(fd);
+                }
             }
         }
     }
@@ -478,6 +483,48 @@ static void renamed(void)
     __atomic_add_fetch(&RENAMES, 1, __ATOMIC_RELEASE);
 }
 
+/* The file at @abs (open as @fd, or -1) was cut to @size; the caller holds the order lock.
+ * When the ring cannot take the record, make the cut durable the old way. */
+static void logged_truncate(int fd, const char *abs, uint64_t size)
+{
+    int e = wr_append_truncate(&g.w.ring, abs, size);
+
+    if (e) {
+        fprintf(stderr, "nhwal: cannot log the truncation of %s in the ring (%s): making it "
+                "durable with fdatasync\n", abs, strerror(-e));
+        if (fd >= 0) {
+            real_fdatasync(fd);
+        } else {
+            nhwal_sync_path(NULL, abs);
+        }
+    }
+}
+
+/* After a rename or unlink of a tracked path: make the directory change durable now, so
+ * that the ring's later records for these names never land on the file's old incarnation. */
+static void sync_parent(const char *abs)
+{
+    char dir[PATH_MAX];
+    char *slash;
+    long fd;
+
+    snprintf(dir, sizeof(dir), "%s", abs);
+    slash = strrchr(dir, '/');
+    if (!slash) {
+        return;
+    }
+    if (slash == dir) {
+        slash[1] = 0;
+    } else {
+        *slash = 0;
+    }
+    fd = syscall(SYS_openat, AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        syscall(SYS_fsync, fd);
+        syscall(SYS_close, fd);
+    }
+}
+
 /* ------------------------------------------------------------------------------ open/close */
 
 static int do_open(int dirfd, const char *path, int flags, mode_t mode)
@@ -491,20 +538,26 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode)
         abs_path(dirfd, path, abs, sizeof(abs)) || !matches(abs)) {
         return real_openat(dirfd, path, flags, mode);
     }
-    if ((flags & O_TRUNC) && barrier(abs)) {
-        return -1;
+    /* O_SYNC / O_DSYNC: each write is durable once in the ring; the file need not be.
+     * O_TRUNC: the cut is a record of the ring, between the writes before and after it. */
+    if (flags & O_TRUNC) {
+        wr_lock(&g.w.ring);
     }
-    /* O_SYNC / O_DSYNC: each write is durable once in the ring; the file need not be. */
     fd = real_openat(dirfd, path, flags & ~(O_SYNC | O_DSYNC), mode);
-    if (fd < 0) {
-        return fd;
-    }
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
         track(fd, abs, flags & O_APPEND);
-    } else if (flags & (O_SYNC | O_DSYNC)) {
+        if (flags & O_TRUNC) {
+            logged_truncate(fd, abs, 0);
+        }
+    } else if (fd >= 0 && (flags & (O_SYNC | O_DSYNC))) {
         /* Not a regular file, so not ours: open it again with its own flags. */
         real_close(fd);
         fd = real_openat(dirfd, path, flags & ~(O_CREAT | O_EXCL | O_TRUNC), mode);
+    }
+    if (flags & O_TRUNC) {
+        int e = errno;
+        wr_unlock(&g.w.ring);
+        errno = e;
     }
     return fd;
 }
@@ -734,10 +787,24 @@ int fdatasync(int fd)
 
 int ftruncate(int fd, off_t len)
 {
-    if (is_tracked(fd) && barrier(fdent(fd)->path)) {
-        return -1;
+    struct fdent *e;
+    int r, err;
+
+    if (!is_tracked(fd)) {
+        return real_ftruncate(fd, len);
     }
-    return real_ftruncate(fd, len);
+    e = fdent(fd);
+    wr_lock(&g.w.ring);
+    reresolve();
+    r = real_ftruncate(fd, len);
+    err = errno;
+    if (r == 0 && e->tracked) {
+        logged_truncate(fd, e->path, len);
+    }
+    wr_unlock(&g.w.ring);
+    start_flusher();
+    errno = err;
+    return r;
 }
 
 int ftruncate64(int fd, off_t len) __attribute__((alias("ftruncate")));
@@ -745,11 +812,22 @@ int ftruncate64(int fd, off_t len) __attribute__((alias("ftruncate")));
 int truncate(const char *path, off_t len)
 {
     char abs[PATH_MAX];
+    int r, err;
+
     resolve();
-    if (barrier_at(AT_FDCWD, path, abs, sizeof(abs))) {
-        return -1;
+    if (!g.active || abs_path(AT_FDCWD, path, abs, sizeof(abs)) || !matches(abs)) {
+        return real_truncate(path, len);
     }
-    return real_truncate(path, len);
+    wr_lock(&g.w.ring);
+    r = real_truncate(path, len);
+    err = errno;
+    if (r == 0) {
+        logged_truncate(-1, abs, len);
+    }
+    wr_unlock(&g.w.ring);
+    start_flusher();
+    errno = err;
+    return r;
 }
 
 int truncate64(const char *path, off_t len) __attribute__((alias("truncate")));
@@ -763,9 +841,26 @@ static int do_rename(int ofd, const char *old, int nfd, const char *new, unsigne
     if (barrier_at(ofd, old, a, sizeof(a)) || barrier_at(nfd, new, b, sizeof(b))) {
         return -1;
     }
+    a[0] = b[0] = 0;
+    if (g.active) {
+        if (abs_path(ofd, old, a, sizeof(a)) || !matches(a)) {
+            a[0] = 0;
+        }
+        if (abs_path(nfd, new, b, sizeof(b)) || !matches(b)) {
+            b[0] = 0;
+        }
+    }
     r = flags ? real_renameat2(ofd, old, nfd, new, flags) : real_renameat(ofd, old, nfd, new);
     if (g.active && r == 0) {
+        int err = errno;
         renamed();
+        if (a[0]) {
+            sync_parent(a);
+        }
+        if (b[0]) {
+            sync_parent(b);
+        }
+        errno = err;
     }
     return r;
 }
@@ -794,9 +889,19 @@ static int do_unlink(int dirfd, const char *path, int flags)
     if (!(flags & AT_REMOVEDIR) && barrier_at(dirfd, path, a, sizeof(a))) {
         return -1;
     }
+    a[0] = 0;
+    if (g.active && !(flags & AT_REMOVEDIR) &&
+        (abs_path(dirfd, path, a, sizeof(a)) || !matches(a))) {
+        a[0] = 0;
+    }
     r = real_unlinkat(dirfd, path, flags);
     if (g.active && r == 0) {
+        int err = errno;
         renamed();
+        if (a[0]) {
+            sync_parent(a);
+        }
+        errno = err;
     }
     return r;
 }

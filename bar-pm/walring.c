@@ -17,6 +17,7 @@
 #define REC_HDR         64u
 #define REC_WRITE       1u
 #define REC_PAD         2u
+#define REC_TRUNC       3u                      /* the file's size became off */
 #define CTL_MAGIC       0x314c54434c41574eull   /* "NWALCTL1" */
 
 /* Superblock, bytes 0-63 (the tail lives at 64). */
@@ -396,15 +397,15 @@ static int make_room(walring *r, uint64_t head, uint64_t need)
     return 0;
 }
 
-static int append_one(walring *r, const char *path, size_t plen, uint64_t off, const uint8_t *buf,
-                      size_t len)
+static int append_one(walring *r, uint16_t type, const char *path, size_t plen, uint64_t off,
+                      const uint8_t *buf, size_t len)
 {
     wr_ctl *c = r->ctl;
     uint64_t head = c->head;        /* only appenders, under the order lock, move it */
     uint64_t need = align64(REC_HDR + plen + len);
     uint64_t to_end = r->data_size - head % r->data_size;
     uint64_t pad = need > to_end ? to_end : 0;
-    rec h = { .magic = REC_MAGIC, .type = REC_WRITE, .path_len = plen, .off = off, .len = len,
+    rec h = { .magic = REC_MAGIC, .type = type, .path_len = plen, .off = off, .len = len,
               .total = need };
     int e = make_room(r, head, pad + need);
 
@@ -450,7 +451,7 @@ int wr_append(walring *r, const char *path, uint64_t off, const void *buf, size_
     }
     while (len) {
         size_t n = len < max ? len : max;
-        int e = append_one(r, path, plen, off, p, n);
+        int e = append_one(r, REC_WRITE, path, plen, off, p, n);
         if (e) {
             return e;
         }
@@ -459,6 +460,16 @@ int wr_append(walring *r, const char *path, uint64_t off, const void *buf, size_
         len -= n;
     }
     return 0;
+}
+
+int wr_append_truncate(walring *r, const char *path, uint64_t size)
+{
+    size_t plen = strlen(path);
+
+    if (plen == 0 || plen >= WR_PATH_MAX) {
+        return -ENAMETOOLONG;
+    }
+    return append_one(r, REC_TRUNC, path, plen, size, NULL, 0);
 }
 
 /* ------------------------------------------------------------------------------ replay */
@@ -481,7 +492,8 @@ static int read_rec(const walring *r, uint64_t pos, rec *h, uint8_t **buf, size_
     if (h->type == REC_PAD) {
         return wr_crc32c(0, h, sizeof(*h)) == crc ? 0 : 1;
     }
-    if (h->type != REC_WRITE || h->path_len == 0 || h->path_len >= WR_PATH_MAX ||
+    if ((h->type != REC_WRITE && h->type != REC_TRUNC) || h->path_len == 0 ||
+        h->path_len >= WR_PATH_MAX || (h->type == REC_TRUNC && h->len) ||
         REC_HDR + (uint64_t)h->path_len + h->len > h->total) {
         return 1;
     }
@@ -511,7 +523,7 @@ long wr_scan(const walring *r, uint64_t *nbytes)
     rec h;
 
     while (pos - tail < r->data_size && read_rec(r, pos, &h, &buf, &cap) == 0) {
-        if (h.type == REC_WRITE) {
+        if (h.type != REC_PAD) {
             n++;
             bytes += h.len;
         }
@@ -524,7 +536,7 @@ long wr_scan(const walring *r, uint64_t *nbytes)
     return n;
 }
 
-long wr_replay(walring *r, wr_apply_fn apply, uint64_t *nbytes)
+long wr_replay(walring *r, wr_apply_fn apply, wr_truncate_fn truncate, uint64_t *nbytes)
 {
     uint64_t tail = *sb_tail(r), pos = tail, bytes = 0;
     uint8_t *buf = NULL;
@@ -536,13 +548,14 @@ long wr_replay(walring *r, wr_apply_fn apply, uint64_t *nbytes)
     rec h;
 
     while (pos - tail < r->data_size && read_rec(r, pos, &h, &buf, &cap) == 0) {
-        if (h.type == REC_WRITE) {
+        if (h.type != REC_PAD) {
             char path[WR_PATH_MAX];
             size_t i;
 
             memcpy(path, buf, h.path_len);
             path[h.path_len] = 0;
-            ret = apply(r->ctx, path, h.off, buf + h.path_len, h.len);
+            ret = h.type == REC_TRUNC ? truncate(r->ctx, path, h.off)
+                                      : apply(r->ctx, path, h.off, buf + h.path_len, h.len);
             if (ret) {
                 break;
             }

@@ -9,7 +9,8 @@
  * Two regions:
  *  - the ring (persistent): a 4 KiB superblock (magic, name, geometry, the persisted tail) and the
  *    record area.  A record is a 64-byte header (position, file offset, lengths, CRC-32C),
- *    the file's path and the bytes written, padded to 64 bytes; it never wraps (a pad record
+ *    the file's path and the bytes written (or, for a truncation, the new size), padded to
+ *    64 bytes; it never wraps (a pad record
  *    fills the end of the area).  A record is valid when its magic, its position (the 64-bit
  *    byte position since the ring was formatted, so stale records of an earlier lap fail) and
  *    its CRC match.
@@ -50,6 +51,8 @@ typedef int (*wr_sync_fn)(void *ctx, const char *path);
 /* Replay: write @len bytes at @off of @path. 0 or a negative errno. */
 typedef int (*wr_apply_fn)(void *ctx, const char *path, uint64_t off, const void *buf,
                            size_t len);
+/* Replay: set the size of @path to @size (creating it if missing). 0 or a negative errno. */
+typedef int (*wr_truncate_fn)(void *ctx, const char *path, uint64_t size);
 
 typedef struct wr_pending {
     uint64_t max_end;                   /* ring position after this file's last record */
@@ -109,7 +112,7 @@ void wr_bind(walring *r, volatile void *region, size_t size, wr_ctl *ctl, wr_per
  * succeeded for all) sync each file replayed, persist the new tail and set the control
  * block's head and tail: the ring is empty.  Returns the number of records replayed, or a
  * negative errno (then the ring is left untouched, for another try).  @nbytes: bytes replayed. */
-long wr_replay(walring *r, wr_apply_fn apply, uint64_t *nbytes);
+long wr_replay(walring *r, wr_apply_fn apply, wr_truncate_fn truncate, uint64_t *nbytes);
 /* Only scan: count the valid records and bytes from the tail (no writes). */
 long wr_scan(const walring *r, uint64_t *nbytes);
 
@@ -120,6 +123,9 @@ void wr_unlock(walring *r);
  * the ring; waits for space by flushing.  Returns once every record is persisted: 0 or a
  * negative errno (a flush failed: nothing was lost, but this write is not in the ring). */
 int wr_append(walring *r, const char *path, uint64_t off, const void *buf, size_t len);
+/* Record that @path's size became @size (ftruncate, O_TRUNC), under wr_lock like an append:
+ * the replay cuts the file there, between the writes before and after. */
+int wr_append_truncate(walring *r, const char *path, uint64_t size);
 /* Sync the files of every record published so far and free their space. 0 or -errno. */
 int wr_flush(walring *r);
 /* Is @path among the files with records not yet flushed? */

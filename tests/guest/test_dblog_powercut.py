@@ -207,3 +207,93 @@ def test_redis_writes_survive_sigkill(share, tmp_path, monkeypatch):
     assert m and int(m.group(1)) > 0, out
     missing = sorted(acked - present)
     assert not missing, "acknowledged writes missing after recovery: %s" % missing[:20]
+
+
+# Renames, truncation, unlinking, dup and fork of tracked files, then a power loss: the replay
+# must give each path what the program left there, never older bytes of another incarnation.
+META_WRITER = r"""
+set -eu
+nh-db-setup --wal rocksdb > /dev/null
+mkdir -p /mnt/db/applog
+sync
+LD_PRELOAD=/usr/local/lib/libnhwal.so NHWAL_RING=rocksdb NHWAL_PATTERN='/mnt/db/applog/*' \
+NHWAL_FLUSH_MS=600000 python3 - <<'EOF2'
+import os
+D = "/mnt/db/applog/"
+def put(path, data, off=0, flags=0):
+    fd = os.open(D + path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
+    os.pwrite(fd, data, off)
+    os.fdatasync(fd)
+    return fd
+# a: written, renamed to b; a new a written.  b then rewritten through the old descriptor.
+fd = put("a", b"A" * 3000)
+os.rename(D + "a", D + "b")
+os.close(put("a", b"new-a"))
+os.pwrite(fd, b"via-old-fd", 100)
+os.fdatasync(fd)
+# b cut to 200 bytes after more writes; then written past the cut.
+os.pwrite(fd, b"Z" * 1000, 1000)
+os.fdatasync(fd)
+os.ftruncate(fd, 200)
+os.pwrite(fd, b"end", 300)
+os.fdatasync(fd)
+os.close(fd)
+# c written and removed; d written, c made again with other bytes.
+os.close(put("c", b"C" * 500))
+os.unlink(D + "c")
+os.close(put("c", b"c2"))
+# O_TRUNC reopen of e after writes; dup'd descriptor writes; a forked child writes too.
+os.close(put("e", b"E" * 800))
+fd = put("e", b"e2", flags=os.O_TRUNC)
+fd2 = os.dup(fd)
+os.pwrite(fd2, b"dup", 10)
+os.fdatasync(fd2)
+pid = os.fork()
+if pid == 0:
+    os.pwrite(fd, b"child", 20)
+    os.fdatasync(fd)
+    os._exit(0)
+os.waitpid(pid, 0)
+open("/mnt/share/ready", "w").close()
+EOF2
+sleep 600
+"""
+
+META_AFTER = r"""
+set -eu
+nh-db-setup --keep --wal rocksdb
+cd /mnt/db/applog
+for f in a b c e; do python3 -c "import sys; print(repr(open('$f','rb').read()))" > /mnt/share/$f; done
+"""
+
+
+def test_renames_truncation_unlink_fork_survive_sigkill(share, tmp_path, monkeypatch):
+    monkeypatch.setenv("NVME_HYBRID_GUEST", "db")
+    disk = tmp_path / "disk.img"
+    pidfile = tmp_path / "qemu.pid"
+    run = VmRun(META_WRITER, share=share, disk=disk, size="512M",
+                qemu="-pidfile %s" % pidfile, timeout=300)
+    try:
+        run.wait_for_file(str(share / "ready"), timeout=250)
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        status, out = run.wait()
+    finally:
+        run.kill()
+    assert status == 125, "QEMU should have died under the guest: %s\n%s" % (status, out)
+    status, out = vm(META_AFTER, share=share, disk=disk, size="512M", timeout=300)
+    check(status, out, "restart after the power loss")
+    m = re.search(r"replayed ([0-9]+) records .* from ring 'rocksdb'", out)
+    assert m and int(m.group(1)) > 0, out
+
+    def content(name):
+        return eval((share / name).read_text())     # repr() of bytes, written by the guest
+    assert content("a") == b"new-a"
+    b = bytearray(b"A" * 200 + b"\0" * 103)
+    b[100:110] = b"via-old-fd"
+    b[300:303] = b"end"
+    assert content("b") == bytes(b)
+    assert content("c") == b"c2"
+    e = bytearray(b"e2" + b"\0" * 23)
+    e[10:13] = b"dup"
+    e[20:25] = b"child"
+    assert content("e") == bytes(e)

@@ -111,6 +111,17 @@ static int apply_cb(void *ctx, const char *path, uint64_t off, const void *buf, 
     return 0;
 }
 
+static int truncate_cb(void *ctx, const char *path, uint64_t size)
+{
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
+
+    (void)ctx;
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(ftruncate(fd, size), ==, 0);
+    close(fd);
+    return 0;
+}
+
 static void fx_setup(fx *f, size_t ring)
 {
     char *p;
@@ -134,7 +145,7 @@ static void fx_setup(fx *f, size_t ring)
     g_free(p);
     g_assert_cmpint(wr_ctl_init(f->ctl, ring - WR_SB_SIZE), ==, 0);
     wr_bind(&f->r, f->win + 4096, ring, f->ctl, persist, sync_cb, f);
-    g_assert_cmpint(wr_replay(&f->r, apply_cb, NULL), ==, 0);
+    g_assert_cmpint(wr_replay(&f->r, apply_cb, truncate_cb, NULL), ==, 0);
 }
 
 static char *live(fx *f, const char *name)
@@ -169,7 +180,7 @@ static long power_cut_and_replay(fx *f, const char *const *names, int n)
     }
     memset(f->ctl, 0xa5, sizeof(*f->ctl));
     g_assert_cmpint(wr_ctl_init(f->ctl, f->r.data_size), ==, 0);
-    rec = wr_replay(&f->r, apply_cb, NULL);
+    rec = wr_replay(&f->r, apply_cb, truncate_cb, NULL);
     g_assert_cmpint(rec, >=, 0);
     return rec;
 }
@@ -456,6 +467,34 @@ static void test_flush_failure(void)
     g_free(p);
 }
 
+/* A truncation between writes, after the longer file was made durable: the replay cuts it
+ * where the program did, and the writes after the cut land as they did. */
+static void test_truncate(void)
+{
+    static const char *const names[] = { "cut" };
+    fx f;
+    char *p;
+    int fd;
+    long rec;
+    uint8_t buf[1000];
+
+    fx_setup(&f, WR_MIN_SIZE);
+    p = live(&f, "cut");
+    fd = open(p, O_WRONLY | O_CREAT, 0600);
+    memset(buf, 'L', sizeof(buf));
+    logged_write(&f.r, fd, p, 0, buf, sizeof(buf));
+    g_assert_cmpint(wr_flush(&f.r), ==, 0);        /* the 1000 bytes are durable */
+    wr_lock(&f.r);
+    g_assert_cmpint(ftruncate(fd, 100), ==, 0);
+    g_assert_cmpint(wr_append_truncate(&f.r, p, 100), ==, 0);
+    wr_unlock(&f.r);
+    logged_write(&f.r, fd, p, 200, "after", 5);
+    close(fd);
+    cut_and_check(&f, names, 1, &rec);
+    g_assert_cmpint(rec, ==, 2);
+    g_free(p);
+}
+
 /* Records an earlier ring left in the memory are never replayed by a new one. */
 static void test_reformat(void)
 {
@@ -511,6 +550,7 @@ int main(int argc, char **argv)
     g_test_add_func("/walring/kill-after-store-last", test_kill_complete_last);
     g_test_add_func("/walring/kill-torn-store-last", test_kill_torn_last);
     g_test_add_func("/walring/flush-failure", test_flush_failure);
+    g_test_add_func("/walring/truncate", test_truncate);
     g_test_add_func("/walring/reformat", test_reformat);
     g_test_add_func("/walring/bad-superblock", test_bad_superblock);
     return g_test_run();
