@@ -43,7 +43,7 @@ cp /mnt/db/applog/log /mnt/share/log-after
 """
 
 
-@pytest.mark.parametrize("how", ["sigkill", "power-cut"])
+@pytest.mark.parametrize("how", ["sigkill", pytest.param("power-cut", marks=pytest.mark.slow)])
 def test_acknowledged_records_survive_power_loss(share, tmp_path, monkeypatch, how):
     monkeypatch.setenv("NVME_HYBRID_GUEST", "db")
     records = 400
