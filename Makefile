@@ -31,6 +31,7 @@ $(BUILD)/.configured: configure
 
 guest: all
 	guest-images/build
+	guest-images/build --variant db
 
 demo: all guest
 	scripts/demo

@@ -356,6 +356,47 @@ static void *map_resource(ba_dev *dev, const char *name, size_t *len, int *err)
     return p;
 }
 
+/* The mapping part of ba_open: no /dev/nvmeX, no admin command. */
+static int open_map(ba_dev *dev, const char *ctrl)
+{
+    size_t regs_len = REGS_MAP_SIZE;
+    int ret = find_ctrl(dev, ctrl);
+
+    if (ret) {
+        return ret;
+    }
+    dev->regs = map_resource(dev, "resource0", &regs_len, &ret);
+    if (!dev->regs) {
+        return ret;
+    }
+    dev->win = map_resource(dev, "resource1_wc", &dev->win_size, &ret);
+    if (!dev->win) {
+        return ret;
+    }
+    dev->regs[REG_PMRCTL / 4] = 1;      /* PMRCTL.EN: the window answers from now on */
+    return 0;
+}
+
+int ba_open_window(const char *ctrl, ba_dev **out)
+{
+    ba_dev *dev = calloc(1, sizeof(*dev));
+    int ret;
+
+    *out = NULL;
+    if (!dev) {
+        return -ENOMEM;
+    }
+    dev->fd = -1;
+    ret = open_map(dev, ctrl);
+    if (ret) {
+        fprintf(stderr, "libba: %s\n", dev->err[0] ? dev->err : strerror(-ret));
+        ba_close(dev);
+        return ret;
+    }
+    *out = dev;
+    return 0;
+}
+
 int ba_open(const char *ctrl, ba_dev **out)
 {
     ba_dev *dev = calloc(1, sizeof(*dev));

@@ -56,6 +56,10 @@ typedef struct ba_info {
 /* Open the controller @ctrl ("nvme0"; NULL: the first nvme-hybrid), map and enable its window.
  * On failure there is no ba_dev to ask: the reason goes to stderr. */
 int ba_open(const char *ctrl, ba_dev **dev);
+/* Only map the window and the registers (ba_window, ba_persist, ba_pmrsts): no admin command,
+ * so no CAP_SYS_ADMIN and no /dev/nvmeX; the entry calls then fail with EINVAL.  For processes
+ * that use a window range set up by someone else (the log library, bar-pm/nhwal.c). */
+int ba_open_window(const char *ctrl, ba_dev **dev);
 void ba_close(ba_dev *dev);
 const char *ba_error(const ba_dev *dev);
 const char *ba_restore_name(uint32_t restore);

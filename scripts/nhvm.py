@@ -60,6 +60,8 @@ def add_common_options(ap):
                     help="extra QEMU arguments (shell-split), added last")
     ap.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
     ap.add_argument("--mem", default="1G", help="guest RAM (default 1G)")
+    ap.add_argument("--guest", default=os.environ.get("NVME_HYBRID_GUEST"), metavar="NAME",
+                    help="guest variant (guest-images/NAME, e.g. db) in build/guest-NAME")
     ap.add_argument("--share", metavar="DIR",
                     help="host directory mounted at /mnt/share in the guest")
     ap.add_argument("--qmp", metavar="PATH",
@@ -83,14 +85,15 @@ def qemu_binary(opts):
     raise Error("no QEMU binary: run ./configure && make, or pass --qemu-binary")
 
 
-def ensure_guest():
+def ensure_guest(variant=None):
     """Build (or fetch from the cache) the guest image; quick when current.
     Its progress goes to stderr: stdout belongs to the guest command."""
-    r = subprocess.run([os.path.join(REPO, "guest-images", "build"), GUEST_DIR],
-                       stdout=sys.stderr)
+    out = GUEST_DIR + ("-" + variant if variant else "")
+    r = subprocess.run([os.path.join(REPO, "guest-images", "build")]
+                       + (["--variant", variant] if variant else []) + [out], stdout=sys.stderr)
     if r.returncode != 0:
         raise Error("building the guest image failed")
-    return GUEST_DIR
+    return out
 
 
 def qemu_img(qemu):
