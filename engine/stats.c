@@ -76,6 +76,23 @@ static double waf(const Ctx *c)
            ? (double)c->s->nand_page_programs / (double)c->s->host_write_pages : 0.0;
 }
 
+static uint64_t run_cmds(const Ctx *c)
+{
+    return c->s->host_read_cmds + c->s->host_write_cmds + c->s->host_trim_cmds +
+           c->s->host_flush_cmds;
+}
+
+static uint64_t run_duration(const Ctx *c)
+{
+    return run_cmds(c) ? c->s->run_last_ns - c->s->run_first_ns : 0;
+}
+
+static double run_iops(const Ctx *c)
+{
+    uint64_t ns = run_duration(c);
+    return ns ? (double)run_cmds(c) * 1e9 / (double)ns : 0.0;
+}
+
 /* beyond the plane's share of the logical space, as blocks=auto counts them */
 static uint64_t spare_per_plane(const Ctx *c)
 {
@@ -118,6 +135,15 @@ static const NhStatsEntry device_stats[] = {
 /* Derived values, latency and the write buffer; the buffer policies' own counters follow. */
 static const NhStatsEntry memory_stats[] = {
     { "waf", DF(waf) },
+    { "run.first_ns", C(run_first_ns) },
+    { "run.last_ns", C(run_last_ns) },
+    { "run.duration_ns", D(run_duration) },
+    { "run.iops", DF(run_iops) },
+    { "drain.destage_pages", C(drain_destage_pages) },
+    { "drain.page_programs", C(drain_page_programs) },
+    { "drain.block_erases", C(drain_block_erases) },
+    { "drain.gc_page_copies", C(drain_gc_page_copies) },
+    { "drain.time_ns", C(drain_time_ns) },
     { "wear.erase_min", D(wear_min) },
     { "wear.erase_max", D(wear_max) },
     { "wear.erase_mean", DF(wear_mean) },

@@ -75,6 +75,15 @@ typedef struct NhStats {
     uint64_t buf_metadata_bytes;        /* buffer.metadata_bytes: peak, buffer and cache */
     uint64_t cache_read_hits;           /* cache.read_hits */
     uint64_t cache_read_misses;         /* cache.read_misses */
+    /* the end of a run (nh_engine_finish): what its drain did, also counted above */
+    uint64_t drain_destage_pages;       /* drain.destage_pages */
+    uint64_t drain_page_programs;       /* drain.page_programs */
+    uint64_t drain_block_erases;        /* drain.block_erases */
+    uint64_t drain_gc_page_copies;      /* drain.gc_page_copies */
+    uint64_t drain_time_ns;             /* drain.time_ns */
+    /* the run's span (run.duration_ns, run.iops are derived from it) */
+    uint64_t run_first_ns;              /* run.first_ns: arrival of the first request */
+    uint64_t run_last_ns;               /* run.last_ns: the latest completion since then */
     NhHist   buf_destage_len;           /* buffer.destage_length: pages per destage */
     NhHist   lat_read;                  /* latency_ns.read */
     NhHist   lat_write;                 /* latency_ns.write */

@@ -88,6 +88,14 @@ bool nh_engine_volatile_write_cache(const NhEngine *eng);
 uint64_t nh_engine_drain(NhEngine *eng, uint64_t now);
 
 /*
+ * The end of a run (the simulator's end of trace, preconditioning): nh_engine_drain(), but a
+ * durable (capacitor-backed, STT-MRAM) write buffer is destaged too; what it cost is
+ * counted both in the ordinary counters (so waf covers every page the host wrote) and on its
+ * own under drain.* in the statistics.  Returns when the drain completes.
+ */
+uint64_t nh_engine_finish(NhEngine *eng, uint64_t now);
+
+/*
  * Power fails.  What a volatile write buffer held dirty is lost: @lost is told each lost byte
  * range (sector granular) so the front end can make the data match (the device deallocates
  * it: it reads back as zeroes), and the model forgets it.  A capacitor-backed buffer and the

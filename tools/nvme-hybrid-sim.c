@@ -2,13 +2,14 @@
  * nvme-hybrid-sim - replay a block trace through the engine the QEMU device uses.
  *
  *   nvme-hybrid-sim --device 'k=v,...' --trace FILE --format FMT [--json] [--qd N] [--limit N]
- *                   [--capacity SIZE] [--fill FRACTION] [--skip-bad]
+ *                   [--capacity SIZE] [--fill FRACTION] [--skip-bad] [--no-drain]
  *
  * Open loop (each request arrives at its trace time, relative to the first) by default; with
  * --qd N, closed loop: N requests in flight, the next one issued when the earliest completes.
  * The trace is read twice: once to check every line and find the highest byte it touches (the
  * default capacity, rounded up to a GiB), once to replay.  --fill preconditions the device
- * first (precondition.c) and the statistics then count the trace only.  Usage and formats:
+ * first (precondition.c) and the statistics then count the trace only.  At the end the write
+ * buffer is drained (nh_engine_finish, drain.* in the statistics) unless --no-drain.  Usage and formats:
  * docs/simulator.md.
  */
 #include <stdio.h>
@@ -28,6 +29,7 @@ static char *opt_format = NULL;
 static char *opt_capacity = NULL;
 static gboolean opt_json = FALSE;
 static gboolean opt_skip_bad = FALSE;
+static gboolean opt_no_drain = FALSE;
 static gdouble opt_fill = 0;
 static gint opt_qd = 0;
 static gint64 opt_limit = 0;
@@ -49,6 +51,9 @@ static GOptionEntry entries[] = {
     { "fill", 0, 0, G_OPTION_ARG_DOUBLE, &opt_fill,
       "precondition: write this fraction (0..1) of the space sequentially, then overwrite it "
       "randomly until GC is in steady state; statistics count the trace only", "FRACTION" },
+    { "no-drain", 0, 0, G_OPTION_ARG_NONE, &opt_no_drain,
+      "leave what the write buffer holds at the end of the trace unwritten (default: drain it "
+      "and count what that cost under drain.*)", NULL },
     { "skip-bad", 0, 0, G_OPTION_ARG_NONE, &opt_skip_bad,
       "count and report malformed trace lines instead of failing on the first", NULL },
     { NULL }
@@ -81,7 +86,7 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
                         uint64_t capacity)
 {
     JsonParser *p = json_parser_new();
-    JsonObject *root, *host, *nand, *ftl, *cmt, *wear, *lr, *lw, *cfg;
+    JsonObject *root, *host, *nand, *ftl, *cmt, *wear, *lr, *lw, *cfg, *drain;
     double secs = sim_ns / 1e9;
 
     if (!json_parser_load_from_data(p, stats, -1, NULL)) {
@@ -97,6 +102,7 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
     lr = obj(root, "latency_ns.read");
     lw = obj(root, "latency_ns.write");
     cfg = obj(root, "config");
+    drain = obj(root, "drain");
 
 #define I(o, k) ((unsigned long long)json_object_get_int_member(o, k))
     printf("device      ftl=%s cell=%s channels=%s ways=%s blocks=%s op=%s%% capacity=%.1f GiB\n",
@@ -121,6 +127,11 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
                "reads %llu  writes %llu\n", I(cmt, "hits"), I(cmt, "misses"),
                100.0 * I(cmt, "hits") / (I(cmt, "hits") + I(cmt, "misses")),
                I(ftl, "translation_page_reads"), I(ftl, "translation_page_writes"));
+    }
+    if (I(drain, "page_programs") || I(drain, "time_ns")) {
+        printf("drain       page programs %llu  erases %llu  gc copies %llu  in %.3f ms (counted "
+               "above)\n", I(drain, "page_programs"), I(drain, "block_erases"),
+               I(drain, "gc_page_copies"), I(drain, "time_ns") / 1e6);
     }
     printf("waf         %.3f\n", json_object_get_double_member(root, "waf"));
     printf("wear        erases min %llu max %llu mean %.2f\n", I(wear, "erase_min"),
@@ -274,6 +285,9 @@ int main(int argc, char **argv)
     t0 = g_get_monotonic_time();
     if (!replay(eng, tr, nreq, base, &end_time, &err)) {
         return fail(err);
+    }
+    if (!opt_no_drain) {
+        nh_engine_finish(eng, end_time);
     }
     stats = nh_engine_stats_json(eng, opt_json);
     if (opt_json) {

@@ -67,7 +67,7 @@ bool nh_precondition(NhEngine *eng, uint64_t capacity, double fraction, NhFillRe
     g_rand_free(rnd);
     /* The trace must start with an empty write buffer: the fill's dirty pages written back
      * during the trace would otherwise be charged to it. */
-    now = nh_engine_drain(eng, now);
+    now = nh_engine_finish(eng, now);
     rep->erases_per_block = erase_mean(eng) - start;
     rep->end_ns = now;
     nh_engine_stats_reset(eng);
