@@ -208,7 +208,8 @@ static uint64_t fetch(const NhConfig *cfg, const NhConfigKey *k)
     }
 }
 
-/* A number with an optional unit suffix; returns false on anything that is not exactly that. */
+/* A decimal number with an optional unit suffix; returns false on anything that is not exactly
+ * that.  Always base 10: "08" is 8 (no octal, no hex). */
 static bool parse_number(const char *s, uint64_t *num, const char **unit)
 {
     char *end;
@@ -216,7 +217,7 @@ static bool parse_number(const char *s, uint64_t *num, const char **unit)
         return false;
     }
     errno = 0;
-    *num = g_ascii_strtoull(s, &end, 0);
+    *num = g_ascii_strtoull(s, &end, 10);
     if (errno) {
         return false;
     }
@@ -323,10 +324,6 @@ static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, 
         }
         break;
     }
-    if (k->allow_auto && v == 0) {
-        *out = 0;   /* an explicit 0 means the same as auto */
-        return true;
-    }
     if (v < k->min || v > k->max) {
         char *lo = NULL, *hi = NULL;
         if (k->type == NH_KEY_TIME) {
@@ -336,8 +333,9 @@ static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, 
             lo = g_strdup_printf("%" G_GUINT64_FORMAT, k->min);
             hi = g_strdup_printf("%" G_GUINT64_FORMAT, k->max);
         }
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: must be between %s and %s, got %s",
-                    k->name, lo, hi, value);
+        /* 0 is a value, never the preset (that is 'auto', stored as 0) */
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: must be between %s and %s%s, got %s",
+                    k->name, lo, hi, k->allow_auto ? " or 'auto'" : "", value);
         g_free(lo);
         g_free(hi);
         return false;
@@ -431,10 +429,12 @@ bool nh_config_parse(NhConfig *cfg, const char *text, GError **errp)
 {
     bool ok = true;
     char **items;
+    GHashTable *seen;
 
     if (!text) {
         return true;
     }
+    seen = g_hash_table_new(g_str_hash, g_str_equal);
     items = g_strsplit(text, ",", -1);
     for (char **it = items; ok && *it; it++) {
         char *item = g_strstrip(*it);
@@ -449,8 +449,16 @@ bool nh_config_parse(NhConfig *cfg, const char *text, GError **errp)
             break;
         }
         *eq = '\0';
-        ok = nh_config_set(cfg, g_strstrip(item), g_strstrip(eq + 1), errp);
+        item = g_strstrip(item);
+        ok = nh_config_set(cfg, item, g_strstrip(eq + 1), errp);
+        /* keyed by the table's own string for the key */
+        if (ok && !g_hash_table_add(seen, (gpointer)nh_config_find(item)->name)) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                        "%s: given twice (each key once: which should count?)", item);
+            ok = false;
+        }
     }
+    g_hash_table_destroy(seen);
     g_strfreev(items);
     return ok;
 }
