@@ -18,7 +18,8 @@ uint64_t nh_hist_quantile(const NhHist *h, double q)
     if (!h->count) {
         return 0;
     }
-    want = (uint64_t)(q * (double)h->count);
+    /* nearest rank: the ceil(q n)-th smallest sample (the epsilon keeps 0.5 * 2 at 1) */
+    want = (uint64_t)ceil(q * (double)h->count - 1e-9);
     if (want < 1) {
         want = 1;
     }
