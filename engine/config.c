@@ -474,6 +474,30 @@ static char *format_scaled(uint64_t v, const char *const *units, const uint64_t 
     return g_strdup_printf("%" G_GUINT64_FORMAT "%s", v, units[0]);
 }
 
+char *nh_config_key_values(const NhConfigKey *k)
+{
+    static const char *const kinds[] = {
+        [NH_KEY_UINT] = "integer", [NH_KEY_SIZE] = "size in bytes (K, M, G, T suffixes)",
+        [NH_KEY_TIME] = "time in ns (ns, us, ms, s suffixes)",
+    };
+    const char *or_auto = k->allow_auto ? " or auto" : "";
+
+    switch (k->type) {
+    case NH_KEY_ENUM:
+    case NH_KEY_STRING: {
+        char *list = g_strjoinv(", ", (char **)k->choices);
+        char *out = g_strdup_printf("one of: %s%s", list, or_auto);
+        g_free(list);
+        return out;
+    }
+    case NH_KEY_FRACTION:
+        return g_strdup_printf("decimal -1..1%s", or_auto);
+    default:
+        return g_strdup_printf("%s %" G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT "%s",
+                               kinds[k->type], k->min, k->max, or_auto);
+    }
+}
+
 char *nh_config_get(const NhConfig *cfg, const char *key)
 {
     static const char *const size_units[] = { "", "K", "M", "G", "T" };

@@ -35,19 +35,56 @@ static char *human(uint64_t bytes)
              : g_strdup_printf("%" G_GUINT64_FORMAT " bytes", bytes);
 }
 
+static bool too_many_pages(const NhConfig *cfg, uint64_t capacity, uint64_t pages,
+                           GError **errp)
+{
+    char *want = human(capacity);
+    g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                "page-size: %s of capacity needs %" G_GUINT64_FORMAT " physical pages of "
+                "%u bytes, more than the 2^32 the mapping tables address; use a larger "
+                "page-size", want, pages, cfg->page_size);
+    g_free(want);
+    return false;
+}
+
+/* The fewest blocks per plane that hold @need logical pages after op with @spare spare blocks
+ * per plane: from the estimate, a few steps either way (never counted up from 1). */
+static uint64_t fewest_blocks(const NhConfig *cfg, uint64_t need, uint64_t npu, uint32_t spare)
+{
+    uint64_t per_block_logical = npu * cfg->pages;
+    uint64_t used = ((need + cfg->pages - 1) / cfg->pages + npu - 1) / npu;
+    uint64_t blocks = MAX(need * 100 / ((uint64_t)(100 - cfg->op) * per_block_logical) + 1,
+                          used + spare);
+
+    while (blocks > 1 && logical_pages_of((blocks - 1) * per_block_logical, cfg->op) >= need
+           && spare_ok((blocks - 1) * npu, npu, cfg->pages, need, spare)) {
+        blocks--;
+    }
+    while (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
+           !spare_ok(blocks * npu, npu, cfg->pages, need, spare)) {
+        blocks++;
+    }
+    return blocks;
+}
+
 /* Fill in blocks=auto, or check an explicit value against the capacity. */
 static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages, GError **errp)
 {
     uint64_t npu = (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
     uint64_t need = (capacity + cfg->page_size - 1) / cfg->page_size;
     uint64_t per_block_logical = npu * cfg->pages;
-    uint64_t blocks;
+    uint64_t blocks, min;
     const NhFtlOps *ops = nh_ftl_find(cfg->ftl);
     uint32_t spare;
 
     if (capacity == 0) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "capacity: must be larger than 0");
         return false;
+    }
+    /* the 2^32-page rule at once, on the pages the capacity needs before any spare: no sizing
+     * below (nor the FTL's spare rule, whose arithmetic it would overflow) sees such a size */
+    if (need * 100 / (100 - cfg->op) >= UINT32_MAX) {
+        return too_many_pages(cfg, capacity, need * 100 / (100 - cfg->op), errp);
     }
     /* every plane needs spare blocks for the FTL's open blocks, its free-block watermarks and
      * invalid pages for GC to reclaim; the FTL says how many */
@@ -58,47 +95,27 @@ static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages,
                     "pages to reclaim; use less than 100", cfg->gc_high);
         return false;
     }
-    if (cfg->blocks == 0) {
-        blocks = need * 100 / ((uint64_t)(100 - cfg->op) * per_block_logical) + 1;
-        while (blocks > 1 && logical_pages_of((blocks - 1) * per_block_logical, cfg->op) >= need
-               && spare_ok((blocks - 1) * npu, npu, cfg->pages, need, spare)) {
-            blocks--;
-        }
-        while (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
-               !spare_ok(blocks * npu, npu, cfg->pages, need, spare)) {
-            blocks++;
-        }
-    } else {
-        blocks = cfg->blocks;
-        if (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
-            !spare_ok(blocks * npu, npu, cfg->pages, need, spare)) {
-            uint64_t min = 1;
-            char *have = human(logical_pages_of(blocks * per_block_logical, cfg->op) *
-                               cfg->page_size);
-            char *want = human(capacity);
-            while (logical_pages_of(min * per_block_logical, cfg->op) < need ||
-                   !spare_ok(min * npu, npu, cfg->pages, need, spare)) {
-                min++;
-            }
-            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                        "blocks: %" G_GUINT64_FORMAT " blocks per plane give %s of logical "
-                        "space after op=%u%% (and %u spare blocks per plane), less than the "
-                        "capacity %s; need at least %" G_GUINT64_FORMAT " (or blocks=auto)",
-                        blocks, have, cfg->op, spare, want, min);
-            g_free(have);
-            g_free(want);
-            return false;
-        }
+    /* the fewest blocks that hold the capacity: refused here if even they break the rule */
+    min = fewest_blocks(cfg, need, npu, spare);
+    if (min * per_block_logical >= UINT32_MAX || min > (1u << 24)) {
+        return too_many_pages(cfg, capacity, min * per_block_logical, errp);
     }
-    if (blocks * per_block_logical >= UINT32_MAX || blocks > (1u << 24)) {
+    blocks = cfg->blocks ? cfg->blocks : min;
+    if (blocks < min) {
+        char *have = human(logical_pages_of(blocks * per_block_logical, cfg->op) *
+                           cfg->page_size);
         char *want = human(capacity);
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "page-size: %s of capacity needs %" G_GUINT64_FORMAT " physical pages of "
-                    "%u bytes, more than the 2^32 the mapping tables address; use a larger "
-                    "page-size",
-                    want, blocks * per_block_logical, cfg->page_size);
+                    "blocks: %" G_GUINT64_FORMAT " blocks per plane give %s of logical "
+                    "space after op=%u%% (and %u spare blocks per plane), less than the "
+                    "capacity %s; need at least %" G_GUINT64_FORMAT " (or blocks=auto)",
+                    blocks, have, cfg->op, spare, want, min);
+        g_free(have);
         g_free(want);
         return false;
+    }
+    if (blocks * per_block_logical >= UINT32_MAX || blocks > (1u << 24)) {
+        return too_many_pages(cfg, capacity, blocks * per_block_logical, errp);
     }
     cfg->blocks = (uint32_t)blocks;
     *lpages = need;

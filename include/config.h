@@ -110,6 +110,8 @@ bool nh_config_parse(NhConfig *cfg, const char *text, GError **errp);
 
 /* The value of @key as text (canonical form); caller frees. NULL for an unknown key. */
 char *nh_config_get(const NhConfig *cfg, const char *key);
+/* A key's type and the values it takes, as text ("integer 1..64 or auto", "one of: a, b"). */
+char *nh_config_key_values(const NhConfigKey *k);
 
 /* Checks across keys (gc-low < gc-high, ...), independent of capacity. */
 bool nh_config_check(const NhConfig *cfg, GError **errp);

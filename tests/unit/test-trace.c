@@ -427,6 +427,110 @@ static void test_sim_drain(void)
     g_string_free(distinct, TRUE);
 }
 
+/* Refused at once, with the reason: a size the 2^32-page rule refuses (capacity sizing counted
+ * blocks up one at a time, then blamed blocks or gc-high), an empty trace, a binary file. */
+static void test_sim_refusals(void)
+{
+    static const struct { const char *text; size_t len; const char *device, *want; } c[] = {
+        { "0 0 30000000000 8 0\n", 20, "channels=1,ways=1,pages=4",
+          "page-size: 14.0 TiB of capacity needs 4103076492 physical pages" },
+        { "0 0 30000000000 8 0\n", 20, "channels=1,ways=1,pages=4,blocks=100",
+          "more than the 2^32 the mapping tables address" },
+        { "", 0, "ftl=page", "no request to replay (the file is empty" },
+        { "# only a comment\n\n", 18, "ftl=page", "no request to replay" },
+        { "\0\0\0\0\0\0\0\0", 8, "ftl=page", "a NUL byte at offset 0: a binary file" },
+        { "0 0 0 8 0\n1 0 8 8\0 0\n", 22, "ftl=page", "a NUL byte at offset 17" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(c); i++) {
+        char *p = g_build_filename(g_get_tmp_dir(), "nh-refusal-XXXXXX", NULL);
+        int fd = g_mkstemp(p), status;
+        char *errs = NULL, *out;
+        char *args[] = { "--trace", p, "--format", "mqsim", "--json", "--device",
+                         (char *)c[i].device, NULL };
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(write(fd, c[i].text, c[i].len), ==, (ssize_t)c[i].len);
+        close(fd);
+        out = run_sim(args, &status, &errs);
+        g_assert_false(g_spawn_check_wait_status(status, NULL));
+        if (!strstr(errs, c[i].want)) {
+            g_error("case %zu: expected '%s' in: %s", i, c[i].want, errs);
+        }
+        g_free(out);
+        g_free(errs);
+        g_unlink(p);
+        g_free(p);
+    }
+}
+
+/* Times that go back are counted and reported; --sort replays in time order, which changes
+ * when requests arrive (and so the latency), not what they are. */
+static void test_sim_backwards(void)
+{
+    char *p = write_tmp("1000000 0 0 8 0\n0 0 8 8 0\n3000000 0 16 8 0\n2000000 0 24 8 0\n");
+    char *args[] = { "--trace", p, "--format", "mqsim", "--json", NULL, NULL };
+    char *errs = NULL, *out, *sorted;
+    int status;
+
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, "2 of 4 requests (50.0%) arrive before the one before them"));
+    g_free(errs);
+    args[5] = "--sort";
+    sorted = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, "replayed in time order (--sort)"));
+    g_assert_true(unit_json_same(out, sorted, "host"));
+    /* clamped, the last write is issued 2 ms after the first line's time; sorted,
+     * it starts at 0 and spans 3 ms plus that write */
+    g_assert_cmpuint(unit_json_uint(sorted, "run.duration_ns"), ==,
+                     unit_json_uint(out, "run.duration_ns") + 1000000);
+    g_free(out);
+    g_free(sorted);
+    g_free(errs);
+    g_unlink(p);
+    g_free(p);
+}
+
+/* --list-keys names every key of the configuration (the document's config object lists them
+ * all), each with its values, default and meaning. */
+static void test_sim_list_keys(void)
+{
+    char *path = sample_path("msr.csv"), *errs = NULL, *doc, *list, *out;
+    char *run[] = { "--trace", path, "--format", "msr", "--json", NULL };
+    char *keys[] = { "--list-keys", NULL };
+    JsonNode *cfg;
+    GList *members;
+    int status;
+
+    doc = run_sim(run, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_free(errs);
+    out = run_sim(keys, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    list = g_strconcat("\n", out, NULL);  /* every key's line follows a line end */
+    g_free(out);
+    cfg = unit_json(doc, "config");
+    members = json_object_get_members(json_node_get_object(cfg));
+    g_assert_cmpuint(g_list_length(members), >, 30);
+    for (GList *m = members; m; m = m->next) {
+        char *head = g_strdup_printf("\n%s\n    ", (char *)m->data);
+        char *line = strstr(list, head);
+        g_assert_nonnull(line);
+        g_assert_nonnull(strstr(line, "; default "));
+        g_free(head);
+    }
+    g_assert_nonnull(strstr(list, "t-read\n    time in ns (ns, us, ms, s suffixes) "
+                                  "1..1000000000 or auto; default auto\n"));
+    g_list_free(members);
+    json_node_unref(cfg);
+    g_free(list);
+    g_free(doc);
+    g_free(errs);
+    g_free(path);
+}
+
 static void count_real(const char *name, const char *format, uint64_t expect)
 {
     const char *dir = g_getenv("NH_TRACES");
@@ -493,6 +597,9 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/sim/samples", test_sim_samples);
     g_test_add_func("/trace/sim/options", test_sim_options);
     g_test_add_func("/trace/sim/drain", test_sim_drain);
+    g_test_add_func("/trace/sim/refusals", test_sim_refusals);
+    g_test_add_func("/trace/sim/backwards", test_sim_backwards);
+    g_test_add_func("/trace/sim/list-keys", test_sim_list_keys);
     g_test_add_func("/trace/real/mqsim", test_real_mqsim);
     g_test_add_func("/trace/real/cpcsv", test_real_cpcsv);
     return g_test_run();
