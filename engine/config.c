@@ -20,6 +20,7 @@ G_DEFINE_QUARK(nh-error-quark, nh_error)
 static const char *const cell_names[] = { "slc", "mlc", "tlc", "qlc", "znand", NULL };
 static const char *const gc_names[] = { "greedy", "cost-benefit", NULL };
 static const char *const latency_names[] = { "model", "zero", NULL };
+static const char *const unwritten_names[] = { "free", "flash", NULL };
 static const char *const buf_media_names[] = { "dram", "sttmram", "custom", NULL };
 static const char *const buf_volatile_names[] = { "auto", "on", "off", NULL };
 static const char *const switch_names[] = { "off", "on", NULL };
@@ -108,6 +109,11 @@ static const NhConfigKey memory_keys[] = {
 static const NhConfigKey front_end_keys[] = {
     { "latency", NH_KEY_ENUM, F(latency), "model", 0, 0, latency_names, false,
       "model: complete at the modeled time; zero: model and count, but complete at once" },
+    { "unwritten-reads", NH_KEY_ENUM, F(unwritten_reads), "free", 0, 0, unwritten_names, false,
+      "a host read of a page never written (or deallocated): free, as a device answers it "
+      "from its mapping table (the device's default), or flash, one page read on the die the "
+      "page would be striped to, as if written before the trace (nvme-hybrid-sim's default, "
+      "as MQSim)" },
 };
 
 typedef struct KeyList {

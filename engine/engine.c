@@ -330,6 +330,31 @@ uint64_t nh_engine_drain(NhEngine *eng, uint64_t now)
     return MAX(t, tf);
 }
 
+/*
+ * The pages of a host read that were never written (nor are in the write buffer): counted,
+ * and with unwritten-reads=flash each read from the flash as if the page had been written
+ * before: page 0 of the first block of the plane it would be striped to (lpn modulo the
+ * planes), which books the die and the channel as a read of a written page would.
+ */
+static uint64_t unwritten_reads(NhEngine *eng, uint64_t lpn, uint64_t n, uint64_t now)
+{
+    const NhGeometry *g = &eng->nand->g;
+    uint64_t done = now;
+
+    for (uint64_t l = lpn; l < lpn + n; l++) {
+        if ((eng->buf && nh_buf_holds_dirty(eng->buf, l)) || eng->ops->is_mapped(eng->ftl, l)) {
+            continue;
+        }
+        eng->stats.host_unwritten_read_pages++;
+        if (eng->cfg.unwritten_reads == NH_UNWRITTEN_FLASH) {
+            uint32_t ppn = (uint32_t)(l % g->npu) * g->blocks * g->pages;
+            uint64_t t = nh_nand_read(eng->nand, ppn, now);
+            done = MAX(done, t);
+        }
+    }
+    return done;
+}
+
 uint64_t nh_engine_finish(NhEngine *eng, uint64_t now)
 {
     NhStats *s = &eng->stats;
@@ -376,9 +401,11 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
 
     switch (req->op) {
     case NH_OP_READ: {
-        uint64_t lpn = req->offset / ps, n = (req->offset + req->length - 1) / ps - lpn + 1;
+        uint64_t lpn = req->offset / ps, n = (req->offset + req->length - 1) / ps - lpn + 1, tu;
         t = eng->buf ? nh_buf_read(eng->buf, lpn, n, req->offset, req->length, now)
                      : eng->ops->read(eng->ftl, lpn, n, now);
+        tu = unwritten_reads(eng, lpn, n, now);     /* once: MAX() evaluates twice */
+        t = MAX(t, tu);
         eng->stats.host_read_cmds++;
         eng->stats.host_read_bytes += req->length;
         nh_hist_add(&eng->stats.lat_read, t - now);

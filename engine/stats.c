@@ -112,6 +112,7 @@ static const NhStatsEntry device_stats[] = {
     { "host.write_bytes", C(host_write_bytes) },
     { "host.trim_bytes", C(host_trim_bytes) },
     { "host.write_pages", C(host_write_pages) },
+    { "host.unwritten_read_pages", C(host_unwritten_read_pages) },
     { "nand.page_reads", C(nand_page_reads) },
     { "nand.page_programs", C(nand_page_programs) },
     { "nand.block_erases", C(nand_block_erases) },

@@ -44,6 +44,7 @@ typedef struct NhStats {
     uint64_t host_write_bytes;          /* host.write_bytes */
     uint64_t host_trim_bytes;           /* host.trim_bytes */
     uint64_t host_write_pages;          /* host.write_pages: flash pages host writes touched */
+    uint64_t host_unwritten_read_pages; /* host.unwritten_read_pages */
     uint64_t nand_page_reads;           /* nand.page_reads */
     uint64_t nand_page_programs;        /* nand.page_programs */
     uint64_t nand_block_erases;         /* nand.block_erases */

@@ -531,6 +531,40 @@ static void test_sim_list_keys(void)
     g_free(path);
 }
 
+/* Reads of pages the trace never wrote: the simulator charges each as a flash read by default
+ * (they were free: read latency 0), unwritten-reads=free keeps them free, and either way it
+ * warns with the count.  Pages the trace wrote are not counted. */
+static void test_sim_unwritten(void)
+{
+    char *p = write_tmp("0 0 0 64 1\n1000000 0 64 8 0\n2000000 0 64 8 1\n");
+    char *args[] = { "--trace", p, "--format", "mqsim", "--json", NULL, NULL, NULL };
+    char *errs = NULL, *out;
+    int status;
+
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_cmpuint(unit_json_uint(out, "host.unwritten_read_pages"), ==, 8);
+    g_assert_cmpuint(unit_json_uint(out, "nand.page_reads"), ==, 9);
+    g_assert_cmpuint(unit_json_uint(out, "latency_ns.read.p50"), >,
+                     unit_json_uint(out, "geometry.t_read_ns"));
+    g_assert_nonnull(strstr(errs, "the trace read 8 pages it never wrote: each charged as a "
+                                  "flash read (unwritten-reads=flash)"));
+    g_free(out);
+    g_free(errs);
+
+    args[5] = "--device";
+    args[6] = "unwritten-reads=free";
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_cmpuint(unit_json_uint(out, "host.unwritten_read_pages"), ==, 8);
+    g_assert_cmpuint(unit_json_uint(out, "nand.page_reads"), ==, 1);
+    g_assert_nonnull(strstr(errs, "the trace read 8 pages it never wrote: free"));
+    g_free(out);
+    g_free(errs);
+    g_unlink(p);
+    g_free(p);
+}
+
 static void count_real(const char *name, const char *format, uint64_t expect)
 {
     const char *dir = g_getenv("NH_TRACES");
@@ -600,6 +634,7 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/sim/refusals", test_sim_refusals);
     g_test_add_func("/trace/sim/backwards", test_sim_backwards);
     g_test_add_func("/trace/sim/list-keys", test_sim_list_keys);
+    g_test_add_func("/trace/sim/unwritten", test_sim_unwritten);
     g_test_add_func("/trace/real/mqsim", test_real_mqsim);
     g_test_add_func("/trace/real/cpcsv", test_real_cpcsv);
     return g_test_run();
