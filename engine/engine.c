@@ -338,7 +338,6 @@ uint64_t nh_engine_drain(NhEngine *eng, uint64_t now)
  */
 static uint64_t unwritten_reads(NhEngine *eng, uint64_t lpn, uint64_t n, uint64_t now)
 {
-    const NhGeometry *g = &eng->nand->g;
     uint64_t done = now;
 
     for (uint64_t l = lpn; l < lpn + n; l++) {
@@ -347,8 +346,7 @@ static uint64_t unwritten_reads(NhEngine *eng, uint64_t lpn, uint64_t n, uint64_
         }
         eng->stats.host_unwritten_read_pages++;
         if (eng->cfg.unwritten_reads == NH_UNWRITTEN_FLASH) {
-            uint32_t ppn = (uint32_t)(l % g->npu) * g->blocks * g->pages;
-            uint64_t t = nh_nand_read(eng->nand, ppn, now);
+            uint64_t t = nh_nand_read_unwritten(eng->nand, (uint32_t)(l % eng->nand->g.npu), now);
             done = MAX(done, t);
         }
     }
