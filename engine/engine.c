@@ -353,6 +353,30 @@ static uint64_t unwritten_reads(NhEngine *eng, uint64_t lpn, uint64_t n, uint64_
     return done;
 }
 
+uint64_t nh_engine_idle(NhEngine *eng, uint64_t now, uint64_t *victims)
+{
+    const NhStats *s = &eng->stats;
+    uint64_t before = s->ftl_gc_blocks, work;
+
+    /* each call reclaims one victim of a plane that needs it: until a call changes nothing */
+    do {
+        work = s->ftl_gc_blocks + s->ftl_gc_page_copies + s->nand_block_erases;
+        eng->ops->background(eng->ftl, now, false);
+    } while (work != s->ftl_gc_blocks + s->ftl_gc_page_copies + s->nand_block_erases);
+    *victims = s->ftl_gc_blocks - before;
+    return MAX(now, nh_nand_busy_until(eng->nand));
+}
+
+void nh_engine_set_conditioning(NhEngine *eng, const NhConditioning *c)
+{
+    eng->stats.cond_fill_bytes = c->fill_bytes;
+    eng->stats.cond_seq_writes = c->seq_writes;
+    eng->stats.cond_rand_writes = c->rand_writes;
+    eng->stats.cond_rand_erases = c->rand_erases;
+    eng->stats.cond_idle_gc_blocks = c->idle_gc_blocks;
+    eng->stats.cond_steady = c->steady;
+}
+
 uint64_t nh_engine_finish(NhEngine *eng, uint64_t now)
 {
     NhStats *s = &eng->stats;

@@ -137,6 +137,12 @@ static const NhStatsEntry device_stats[] = {
 /* Derived values, latency and the write buffer; the buffer policies' own counters follow. */
 static const NhStatsEntry memory_stats[] = {
     { "waf", DF(waf) },
+    { "conditioning.fill_bytes", C(cond_fill_bytes) },
+    { "conditioning.seq_writes", C(cond_seq_writes) },
+    { "conditioning.rand_writes", C(cond_rand_writes) },
+    { "conditioning.rand_erases", C(cond_rand_erases) },
+    { "conditioning.idle_gc_blocks", C(cond_idle_gc_blocks) },
+    { "conditioning.steady", C(cond_steady) },
     { "run.first_ns", C(run_first_ns) },
     { "run.last_ns", C(run_last_ns) },
     { "run.duration_ns", D(run_duration) },

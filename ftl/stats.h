@@ -82,6 +82,13 @@ typedef struct NhStats {
     uint64_t drain_block_erases;        /* drain.block_erases */
     uint64_t drain_gc_page_copies;      /* drain.gc_page_copies */
     uint64_t drain_time_ns;             /* drain.time_ns */
+    /* how the device was conditioned (nh_engine_set_conditioning) */
+    uint64_t cond_fill_bytes;           /* conditioning.fill_bytes */
+    uint64_t cond_seq_writes;           /* conditioning.seq_writes */
+    uint64_t cond_rand_writes;          /* conditioning.rand_writes */
+    uint64_t cond_rand_erases;          /* conditioning.rand_erases */
+    uint64_t cond_idle_gc_blocks;       /* conditioning.idle_gc_blocks */
+    uint64_t cond_steady;               /* conditioning.steady: 1 or 0 */
     /* the run's span (run.duration_ns, run.iops are derived from it) */
     uint64_t run_first_ns;              /* run.first_ns: arrival of the first request */
     uint64_t run_last_ns;               /* run.last_ns: the latest completion since then */

@@ -280,9 +280,10 @@ static bool fill(NhEngine *eng, uint64_t capacity, uint64_t *base, GError **errp
         return false;
     }
     fprintf(stderr, "nvme-hybrid-sim: --fill %g: %" G_GUINT64_FORMAT " sequential and %"
-            G_GUINT64_FORMAT " random writes, %.2f erases per block, %s\n", opt_fill,
-            fr.seq_writes, fr.rand_writes, fr.erases_per_block,
-            fr.steady ? "steady state" : "stopped at the cap before steady state");
+            G_GUINT64_FORMAT " random writes, %.2f erases per block, %s; idle GC reclaimed %"
+            G_GUINT64_FORMAT " blocks\n", opt_fill, fr.seq_writes, fr.rand_writes,
+            fr.erases_per_block, fr.steady ? "steady state" : "stopped at the cap before "
+            "steady state", fr.idle_gc_blocks);
     *base = fr.end_ns;
     return true;
 }
