@@ -552,11 +552,13 @@ void nh_buf_power_loss(NhBuf *b, NhBufLostFn lost, void *opaque)
 
 uint64_t nh_buf_flush(NhBuf *b, uint64_t now)
 {
+    return b->is_volatile ? nh_buf_destage_all(b, now) : now;
+}
+
+uint64_t nh_buf_destage_all(NhBuf *b, uint64_t now)
+{
     uint64_t done = now;
 
-    if (!b->is_volatile) {
-        return now;
-    }
     /* whole blocks, in the policy's victim order (with its padding and merging) */
     while (b->used) {
         NhBufVictim v = { 0 };

@@ -169,6 +169,8 @@ typedef void (*NhBufLostFn)(void *opaque, uint64_t lpn, uint32_t mask);
 void nh_buf_power_loss(NhBuf *b, NhBufLostFn lost, void *opaque);
 /* volatile: destage every dirty page; durable: nothing to do */
 uint64_t nh_buf_flush(NhBuf *b, uint64_t now);
+/* destage every dirty page, volatile or not (the end of a run, preconditioning) */
+uint64_t nh_buf_destage_all(NhBuf *b, uint64_t now);
 bool nh_buf_holds_dirty(const NhBuf *b, uint64_t lpn);
 bool nh_buf_is_volatile(const NhBuf *b);
 /* after nh_engine_stats_reset: put back the gauges (alpha, lambda, memory in use) */

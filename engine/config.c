@@ -20,6 +20,7 @@ G_DEFINE_QUARK(nh-error-quark, nh_error)
 static const char *const cell_names[] = { "slc", "mlc", "tlc", "qlc", "znand", NULL };
 static const char *const gc_names[] = { "greedy", "cost-benefit", NULL };
 static const char *const latency_names[] = { "model", "zero", NULL };
+static const char *const unwritten_names[] = { "free", "flash", NULL };
 static const char *const buf_media_names[] = { "dram", "sttmram", "custom", NULL };
 static const char *const buf_volatile_names[] = { "auto", "on", "off", NULL };
 static const char *const switch_names[] = { "off", "on", NULL };
@@ -108,6 +109,11 @@ static const NhConfigKey memory_keys[] = {
 static const NhConfigKey front_end_keys[] = {
     { "latency", NH_KEY_ENUM, F(latency), "model", 0, 0, latency_names, false,
       "model: complete at the modeled time; zero: model and count, but complete at once" },
+    { "unwritten-reads", NH_KEY_ENUM, F(unwritten_reads), "free", 0, 0, unwritten_names, false,
+      "a host read of a page never written (or deallocated): free, as a device answers it "
+      "from its mapping table (the device's default), or flash, one page read on the die the "
+      "page would be striped to, as if written before the trace (nvme-hybrid-sim's default, "
+      "as MQSim)" },
 };
 
 typedef struct KeyList {
@@ -208,7 +214,8 @@ static uint64_t fetch(const NhConfig *cfg, const NhConfigKey *k)
     }
 }
 
-/* A number with an optional unit suffix; returns false on anything that is not exactly that. */
+/* A decimal number with an optional unit suffix; returns false on anything that is not exactly
+ * that.  Always base 10: "08" is 8 (no octal, no hex). */
 static bool parse_number(const char *s, uint64_t *num, const char **unit)
 {
     char *end;
@@ -216,7 +223,7 @@ static bool parse_number(const char *s, uint64_t *num, const char **unit)
         return false;
     }
     errno = 0;
-    *num = g_ascii_strtoull(s, &end, 0);
+    *num = g_ascii_strtoull(s, &end, 10);
     if (errno) {
         return false;
     }
@@ -323,10 +330,6 @@ static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, 
         }
         break;
     }
-    if (k->allow_auto && v == 0) {
-        *out = 0;   /* an explicit 0 means the same as auto */
-        return true;
-    }
     if (v < k->min || v > k->max) {
         char *lo = NULL, *hi = NULL;
         if (k->type == NH_KEY_TIME) {
@@ -336,8 +339,9 @@ static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, 
             lo = g_strdup_printf("%" G_GUINT64_FORMAT, k->min);
             hi = g_strdup_printf("%" G_GUINT64_FORMAT, k->max);
         }
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: must be between %s and %s, got %s",
-                    k->name, lo, hi, value);
+        /* 0 is a value, never the preset (that is 'auto', stored as 0) */
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: must be between %s and %s%s, got %s",
+                    k->name, lo, hi, k->allow_auto ? " or 'auto'" : "", value);
         g_free(lo);
         g_free(hi);
         return false;
@@ -431,10 +435,12 @@ bool nh_config_parse(NhConfig *cfg, const char *text, GError **errp)
 {
     bool ok = true;
     char **items;
+    GHashTable *seen;
 
     if (!text) {
         return true;
     }
+    seen = g_hash_table_new(g_str_hash, g_str_equal);
     items = g_strsplit(text, ",", -1);
     for (char **it = items; ok && *it; it++) {
         char *item = g_strstrip(*it);
@@ -449,8 +455,16 @@ bool nh_config_parse(NhConfig *cfg, const char *text, GError **errp)
             break;
         }
         *eq = '\0';
-        ok = nh_config_set(cfg, g_strstrip(item), g_strstrip(eq + 1), errp);
+        item = g_strstrip(item);
+        ok = nh_config_set(cfg, item, g_strstrip(eq + 1), errp);
+        /* keyed by the table's own string for the key */
+        if (ok && !g_hash_table_add(seen, (gpointer)nh_config_find(item)->name)) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                        "%s: given twice (each key once: which should count?)", item);
+            ok = false;
+        }
     }
+    g_hash_table_destroy(seen);
     g_strfreev(items);
     return ok;
 }
@@ -464,6 +478,30 @@ static char *format_scaled(uint64_t v, const char *const *units, const uint64_t 
         }
     }
     return g_strdup_printf("%" G_GUINT64_FORMAT "%s", v, units[0]);
+}
+
+char *nh_config_key_values(const NhConfigKey *k)
+{
+    static const char *const kinds[] = {
+        [NH_KEY_UINT] = "integer", [NH_KEY_SIZE] = "size in bytes (K, M, G, T suffixes)",
+        [NH_KEY_TIME] = "time in ns (ns, us, ms, s suffixes)",
+    };
+    const char *or_auto = k->allow_auto ? " or auto" : "";
+
+    switch (k->type) {
+    case NH_KEY_ENUM:
+    case NH_KEY_STRING: {
+        char *list = g_strjoinv(", ", (char **)k->choices);
+        char *out = g_strdup_printf("one of: %s%s", list, or_auto);
+        g_free(list);
+        return out;
+    }
+    case NH_KEY_FRACTION:
+        return g_strdup_printf("decimal -1..1%s", or_auto);
+    default:
+        return g_strdup_printf("%s %" G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT "%s",
+                               kinds[k->type], k->min, k->max, or_auto);
+    }
 }
 
 char *nh_config_get(const NhConfig *cfg, const char *key)

@@ -35,19 +35,56 @@ static char *human(uint64_t bytes)
              : g_strdup_printf("%" G_GUINT64_FORMAT " bytes", bytes);
 }
 
+static bool too_many_pages(const NhConfig *cfg, uint64_t capacity, uint64_t pages,
+                           GError **errp)
+{
+    char *want = human(capacity);
+    g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                "page-size: %s of capacity needs %" G_GUINT64_FORMAT " physical pages of "
+                "%u bytes, more than the 2^32 the mapping tables address; use a larger "
+                "page-size", want, pages, cfg->page_size);
+    g_free(want);
+    return false;
+}
+
+/* The fewest blocks per plane that hold @need logical pages after op with @spare spare blocks
+ * per plane: from the estimate, a few steps either way (never counted up from 1). */
+static uint64_t fewest_blocks(const NhConfig *cfg, uint64_t need, uint64_t npu, uint32_t spare)
+{
+    uint64_t per_block_logical = npu * cfg->pages;
+    uint64_t used = ((need + cfg->pages - 1) / cfg->pages + npu - 1) / npu;
+    uint64_t blocks = MAX(need * 100 / ((uint64_t)(100 - cfg->op) * per_block_logical) + 1,
+                          used + spare);
+
+    while (blocks > 1 && logical_pages_of((blocks - 1) * per_block_logical, cfg->op) >= need
+           && spare_ok((blocks - 1) * npu, npu, cfg->pages, need, spare)) {
+        blocks--;
+    }
+    while (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
+           !spare_ok(blocks * npu, npu, cfg->pages, need, spare)) {
+        blocks++;
+    }
+    return blocks;
+}
+
 /* Fill in blocks=auto, or check an explicit value against the capacity. */
 static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages, GError **errp)
 {
     uint64_t npu = (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
     uint64_t need = (capacity + cfg->page_size - 1) / cfg->page_size;
     uint64_t per_block_logical = npu * cfg->pages;
-    uint64_t blocks;
+    uint64_t blocks, min;
     const NhFtlOps *ops = nh_ftl_find(cfg->ftl);
     uint32_t spare;
 
     if (capacity == 0) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "capacity: must be larger than 0");
         return false;
+    }
+    /* the 2^32-page rule at once, on the pages the capacity needs before any spare: no sizing
+     * below (nor the FTL's spare rule, whose arithmetic it would overflow) sees such a size */
+    if (need * 100 / (100 - cfg->op) >= UINT32_MAX) {
+        return too_many_pages(cfg, capacity, need * 100 / (100 - cfg->op), errp);
     }
     /* every plane needs spare blocks for the FTL's open blocks, its free-block watermarks and
      * invalid pages for GC to reclaim; the FTL says how many */
@@ -58,47 +95,27 @@ static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages,
                     "pages to reclaim; use less than 100", cfg->gc_high);
         return false;
     }
-    if (cfg->blocks == 0) {
-        blocks = need * 100 / ((uint64_t)(100 - cfg->op) * per_block_logical) + 1;
-        while (blocks > 1 && logical_pages_of((blocks - 1) * per_block_logical, cfg->op) >= need
-               && spare_ok((blocks - 1) * npu, npu, cfg->pages, need, spare)) {
-            blocks--;
-        }
-        while (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
-               !spare_ok(blocks * npu, npu, cfg->pages, need, spare)) {
-            blocks++;
-        }
-    } else {
-        blocks = cfg->blocks;
-        if (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
-            !spare_ok(blocks * npu, npu, cfg->pages, need, spare)) {
-            uint64_t min = 1;
-            char *have = human(logical_pages_of(blocks * per_block_logical, cfg->op) *
-                               cfg->page_size);
-            char *want = human(capacity);
-            while (logical_pages_of(min * per_block_logical, cfg->op) < need ||
-                   !spare_ok(min * npu, npu, cfg->pages, need, spare)) {
-                min++;
-            }
-            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                        "blocks: %" G_GUINT64_FORMAT " blocks per plane give %s of logical "
-                        "space after op=%u%% (and %u spare blocks per plane), less than the "
-                        "capacity %s; need at least %" G_GUINT64_FORMAT " (or blocks=auto)",
-                        blocks, have, cfg->op, spare, want, min);
-            g_free(have);
-            g_free(want);
-            return false;
-        }
+    /* the fewest blocks that hold the capacity: refused here if even they break the rule */
+    min = fewest_blocks(cfg, need, npu, spare);
+    if (min * per_block_logical >= UINT32_MAX || min > (1u << 24)) {
+        return too_many_pages(cfg, capacity, min * per_block_logical, errp);
     }
-    if (blocks * per_block_logical >= UINT32_MAX || blocks > (1u << 24)) {
+    blocks = cfg->blocks ? cfg->blocks : min;
+    if (blocks < min) {
+        char *have = human(logical_pages_of(blocks * per_block_logical, cfg->op) *
+                           cfg->page_size);
         char *want = human(capacity);
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "page-size: %s of capacity needs %" G_GUINT64_FORMAT " physical pages of "
-                    "%u bytes, more than the 2^32 the mapping tables address; use a larger "
-                    "page-size",
-                    want, blocks * per_block_logical, cfg->page_size);
+                    "blocks: %" G_GUINT64_FORMAT " blocks per plane give %s of logical "
+                    "space after op=%u%% (and %u spare blocks per plane), less than the "
+                    "capacity %s; need at least %" G_GUINT64_FORMAT " (or blocks=auto)",
+                    blocks, have, cfg->op, spare, want, min);
+        g_free(have);
         g_free(want);
         return false;
+    }
+    if (blocks * per_block_logical >= UINT32_MAX || blocks > (1u << 24)) {
+        return too_many_pages(cfg, capacity, blocks * per_block_logical, errp);
     }
     cfg->blocks = (uint32_t)blocks;
     *lpages = need;
@@ -313,6 +330,71 @@ uint64_t nh_engine_drain(NhEngine *eng, uint64_t now)
     return MAX(t, tf);
 }
 
+/*
+ * The pages of a host read that were never written (nor are in the write buffer): counted,
+ * and with unwritten-reads=flash each read from the flash as if the page had been written
+ * before: page 0 of the first block of the plane it would be striped to (lpn modulo the
+ * planes), which books the die and the channel as a read of a written page would.
+ */
+static uint64_t unwritten_reads(NhEngine *eng, uint64_t lpn, uint64_t n, uint64_t now)
+{
+    uint64_t done = now;
+
+    for (uint64_t l = lpn; l < lpn + n; l++) {
+        if ((eng->buf && nh_buf_holds_dirty(eng->buf, l)) || eng->ops->is_mapped(eng->ftl, l)) {
+            continue;
+        }
+        eng->stats.host_unwritten_read_pages++;
+        if (eng->cfg.unwritten_reads == NH_UNWRITTEN_FLASH) {
+            uint64_t t = nh_nand_read_unwritten(eng->nand, (uint32_t)(l % eng->nand->g.npu), now);
+            done = MAX(done, t);
+        }
+    }
+    return done;
+}
+
+uint64_t nh_engine_idle(NhEngine *eng, uint64_t now, uint64_t *victims)
+{
+    const NhStats *s = &eng->stats;
+    uint64_t before = s->ftl_gc_blocks, work;
+
+    /* each call reclaims one victim of a plane that needs it: until a call changes nothing */
+    do {
+        work = s->ftl_gc_blocks + s->ftl_gc_page_copies + s->nand_block_erases;
+        eng->ops->background(eng->ftl, now, false);
+    } while (work != s->ftl_gc_blocks + s->ftl_gc_page_copies + s->nand_block_erases);
+    *victims = s->ftl_gc_blocks - before;
+    return MAX(now, nh_nand_busy_until(eng->nand));
+}
+
+void nh_engine_set_conditioning(NhEngine *eng, const NhConditioning *c)
+{
+    eng->stats.cond_fill_bytes = c->fill_bytes;
+    eng->stats.cond_seq_writes = c->seq_writes;
+    eng->stats.cond_rand_writes = c->rand_writes;
+    eng->stats.cond_rand_erases = c->rand_erases;
+    eng->stats.cond_idle_gc_blocks = c->idle_gc_blocks;
+    eng->stats.cond_steady = c->steady;
+}
+
+uint64_t nh_engine_finish(NhEngine *eng, uint64_t now)
+{
+    NhStats *s = &eng->stats;
+    NhStats before = *s;
+    /* a durable buffer too: what it holds would otherwise never be counted */
+    uint64_t t = eng->buf ? nh_buf_destage_all(eng->buf, now) : now;
+    uint64_t tf = eng->ops->flush(eng->ftl, now);   /* once: MAX() evaluates twice */
+
+    t = MAX(t, tf);
+
+    s->drain_destage_pages += s->buf_destage_pages - before.buf_destage_pages;
+    s->drain_page_programs += s->nand_page_programs - before.nand_page_programs;
+    s->drain_block_erases += s->nand_block_erases - before.nand_block_erases;
+    s->drain_gc_page_copies += s->ftl_gc_page_copies - before.ftl_gc_page_copies;
+    s->drain_time_ns += t - now;
+    return t;
+}
+
 bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
                       GError **errp)
 {
@@ -341,9 +423,11 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
 
     switch (req->op) {
     case NH_OP_READ: {
-        uint64_t lpn = req->offset / ps, n = (req->offset + req->length - 1) / ps - lpn + 1;
+        uint64_t lpn = req->offset / ps, n = (req->offset + req->length - 1) / ps - lpn + 1, tu;
         t = eng->buf ? nh_buf_read(eng->buf, lpn, n, req->offset, req->length, now)
                      : eng->ops->read(eng->ftl, lpn, n, now);
+        tu = unwritten_reads(eng, lpn, n, now);     /* once: MAX() evaluates twice */
+        t = MAX(t, tu);
         eng->stats.host_read_cmds++;
         eng->stats.host_read_bytes += req->length;
         nh_hist_add(&eng->stats.lat_read, t - now);
@@ -380,6 +464,12 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
         eng->priority_until = t;
     }
     *done = eng->cfg.latency == NH_LATENCY_ZERO ? now : t;
+    /* the first request since the reset (each kind was counted above) */
+    if (eng->stats.host_read_cmds + eng->stats.host_write_cmds + eng->stats.host_trim_cmds +
+        eng->stats.host_flush_cmds == 1) {
+        eng->stats.run_first_ns = now;
+    }
+    eng->stats.run_last_ns = MAX(eng->stats.run_last_ns, *done);
     return true;
 }
 

@@ -18,7 +18,8 @@ uint64_t nh_hist_quantile(const NhHist *h, double q)
     if (!h->count) {
         return 0;
     }
-    want = (uint64_t)(q * (double)h->count);
+    /* nearest rank: the ceil(q n)-th smallest sample (the epsilon keeps 0.5 * 2 at 1) */
+    want = (uint64_t)ceil(q * (double)h->count - 1e-9);
     if (want < 1) {
         want = 1;
     }
@@ -76,6 +77,23 @@ static double waf(const Ctx *c)
            ? (double)c->s->nand_page_programs / (double)c->s->host_write_pages : 0.0;
 }
 
+static uint64_t run_cmds(const Ctx *c)
+{
+    return c->s->host_read_cmds + c->s->host_write_cmds + c->s->host_trim_cmds +
+           c->s->host_flush_cmds;
+}
+
+static uint64_t run_duration(const Ctx *c)
+{
+    return run_cmds(c) ? c->s->run_last_ns - c->s->run_first_ns : 0;
+}
+
+static double run_iops(const Ctx *c)
+{
+    uint64_t ns = run_duration(c);
+    return ns ? (double)run_cmds(c) * 1e9 / (double)ns : 0.0;
+}
+
 /* beyond the plane's share of the logical space, as blocks=auto counts them */
 static uint64_t spare_per_plane(const Ctx *c)
 {
@@ -94,6 +112,7 @@ static const NhStatsEntry device_stats[] = {
     { "host.write_bytes", C(host_write_bytes) },
     { "host.trim_bytes", C(host_trim_bytes) },
     { "host.write_pages", C(host_write_pages) },
+    { "host.unwritten_read_pages", C(host_unwritten_read_pages) },
     { "nand.page_reads", C(nand_page_reads) },
     { "nand.page_programs", C(nand_page_programs) },
     { "nand.block_erases", C(nand_block_erases) },
@@ -118,6 +137,21 @@ static const NhStatsEntry device_stats[] = {
 /* Derived values, latency and the write buffer; the buffer policies' own counters follow. */
 static const NhStatsEntry memory_stats[] = {
     { "waf", DF(waf) },
+    { "conditioning.fill_bytes", C(cond_fill_bytes) },
+    { "conditioning.seq_writes", C(cond_seq_writes) },
+    { "conditioning.rand_writes", C(cond_rand_writes) },
+    { "conditioning.rand_erases", C(cond_rand_erases) },
+    { "conditioning.idle_gc_blocks", C(cond_idle_gc_blocks) },
+    { "conditioning.steady", C(cond_steady) },
+    { "run.first_ns", C(run_first_ns) },
+    { "run.last_ns", C(run_last_ns) },
+    { "run.duration_ns", D(run_duration) },
+    { "run.iops", DF(run_iops) },
+    { "drain.destage_pages", C(drain_destage_pages) },
+    { "drain.page_programs", C(drain_page_programs) },
+    { "drain.block_erases", C(drain_block_erases) },
+    { "drain.gc_page_copies", C(drain_gc_page_copies) },
+    { "drain.time_ns", C(drain_time_ns) },
     { "wear.erase_min", D(wear_min) },
     { "wear.erase_max", D(wear_max) },
     { "wear.erase_mean", DF(wear_mean) },

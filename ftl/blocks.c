@@ -372,8 +372,10 @@ uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t 
     if (cfg->gc_high >= 100) {
         return 0;   /* every spare block kept free: no block could ever hold invalid pages */
     }
-    /* spare - high grows by at least one block per 100 / (100 - gc-high) blocks: this ends */
-    for (uint64_t s = held + reserve + 2;; s++) {
+    /* spare - high grows by at least one block per 100 / (100 - gc-high) blocks: this ends.
+     * No s below held + room can do (high >= 0): start there, not counting up from a few
+     * blocks (a plane of many millions of blocks took seconds). */
+    for (uint64_t s = MAX(held + reserve + 2, held + room);; s++) {
         watermarks(cfg, s, reserve, &crit, &low, &high);
         if (s >= held + high + room) {
             return s > UINT32_MAX ? 0 : (uint32_t)s;

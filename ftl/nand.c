@@ -131,12 +131,13 @@ static Target target(NhNand *n, uint32_t ppn, bool program)
     return x;
 }
 
-uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now)
+/* A page read; @written: the page must have been programmed (the discipline check). */
+static uint64_t read_page(NhNand *n, uint32_t ppn, uint64_t now, bool written)
 {
     Target x = target(n, ppn, false);
     uint64_t sensed, done;
 
-    if (ppn % n->g.pages >= n->next_page[x.blk]) {
+    if (written && ppn % n->g.pages >= n->next_page[x.blk]) {
         n->violations++;
     }
     if (x.op) {
@@ -157,6 +158,29 @@ uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now)
     *x.bus_free = done;
     n->stats->nand_page_reads++;
     return done;
+}
+
+uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now)
+{
+    return read_page(n, ppn, now, true);
+}
+
+uint64_t nh_nand_read_unwritten(NhNand *n, uint32_t pu, uint64_t now)
+{
+    return read_page(n, pu * n->g.blocks * n->g.pages, now, false);
+}
+
+uint64_t nh_nand_busy_until(const NhNand *n)
+{
+    uint64_t t = 0;
+
+    for (uint32_t d = 0; d < n->g.ndies; d++) {
+        t = max64(t, n->die_free[d]);
+    }
+    for (uint32_t c = 0; c < n->g.channels; c++) {
+        t = max64(t, n->bus_free[c]);
+    }
+    return t;
 }
 
 uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now)

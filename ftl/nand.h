@@ -95,6 +95,11 @@ static inline uint32_t nh_channel_of_block(const NhNand *n, uint32_t blk)
 }
 
 uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now);
+/* The time and counts of a page read on plane @pu for data the model never wrote (written
+ * before the device's history began: unwritten-reads=flash); no discipline check. */
+uint64_t nh_nand_read_unwritten(NhNand *n, uint32_t pu, uint64_t now);
+/* When every die and channel is done with what is booked on it. */
+uint64_t nh_nand_busy_until(const NhNand *n);
 uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now);
 uint64_t nh_nand_erase(NhNand *n, uint32_t blk, uint64_t now);
 

@@ -44,6 +44,7 @@ typedef struct NhStats {
     uint64_t host_write_bytes;          /* host.write_bytes */
     uint64_t host_trim_bytes;           /* host.trim_bytes */
     uint64_t host_write_pages;          /* host.write_pages: flash pages host writes touched */
+    uint64_t host_unwritten_read_pages; /* host.unwritten_read_pages */
     uint64_t nand_page_reads;           /* nand.page_reads */
     uint64_t nand_page_programs;        /* nand.page_programs */
     uint64_t nand_block_erases;         /* nand.block_erases */
@@ -75,6 +76,22 @@ typedef struct NhStats {
     uint64_t buf_metadata_bytes;        /* buffer.metadata_bytes: peak, buffer and cache */
     uint64_t cache_read_hits;           /* cache.read_hits */
     uint64_t cache_read_misses;         /* cache.read_misses */
+    /* the end of a run (nh_engine_finish): what its drain did, also counted above */
+    uint64_t drain_destage_pages;       /* drain.destage_pages */
+    uint64_t drain_page_programs;       /* drain.page_programs */
+    uint64_t drain_block_erases;        /* drain.block_erases */
+    uint64_t drain_gc_page_copies;      /* drain.gc_page_copies */
+    uint64_t drain_time_ns;             /* drain.time_ns */
+    /* how the device was conditioned (nh_engine_set_conditioning) */
+    uint64_t cond_fill_bytes;           /* conditioning.fill_bytes */
+    uint64_t cond_seq_writes;           /* conditioning.seq_writes */
+    uint64_t cond_rand_writes;          /* conditioning.rand_writes */
+    uint64_t cond_rand_erases;          /* conditioning.rand_erases */
+    uint64_t cond_idle_gc_blocks;       /* conditioning.idle_gc_blocks */
+    uint64_t cond_steady;               /* conditioning.steady: 1 or 0 */
+    /* the run's span (run.duration_ns, run.iops are derived from it) */
+    uint64_t run_first_ns;              /* run.first_ns: arrival of the first request */
+    uint64_t run_last_ns;               /* run.last_ns: the latest completion since then */
     NhHist   buf_destage_len;           /* buffer.destage_length: pages per destage */
     NhHist   lat_read;                  /* latency_ns.read */
     NhHist   lat_write;                 /* latency_ns.write */

@@ -24,6 +24,8 @@
 typedef enum NhCell { NH_CELL_SLC, NH_CELL_MLC, NH_CELL_TLC, NH_CELL_QLC, NH_CELL_ZNAND } NhCell;
 typedef enum NhGcPolicy { NH_GC_GREEDY, NH_GC_COST_BENEFIT } NhGcPolicy;
 typedef enum NhLatencyMode { NH_LATENCY_MODEL, NH_LATENCY_ZERO } NhLatencyMode;
+/* a host read of a page never written (or deallocated): free, or a flash read of its die */
+typedef enum NhUnwrittenReads { NH_UNWRITTEN_FREE, NH_UNWRITTEN_FLASH } NhUnwrittenReads;
 typedef enum NhBufMedia { NH_BUF_DRAM, NH_BUF_STTMRAM, NH_BUF_CUSTOM } NhBufMedia;
 typedef enum NhBufVolatile { NH_BUF_VOLATILE_AUTO, NH_BUF_VOLATILE_ON, NH_BUF_VOLATILE_OFF } NhBufVolatile;
 typedef enum NhSwitch { NH_OFF, NH_ON } NhSwitch;
@@ -70,6 +72,7 @@ typedef struct NhConfig {
     uint64_t cache_size;    /* read cache (DRAM LRU), bytes; 0 = none */
     /* front-end behaviour */
     NhLatencyMode latency;
+    NhUnwrittenReads unwritten_reads;
     /* the policies' own keys, one slot each (fractions as the bits of a double): a policy reads
      * them with nh_config_uint() and nh_config_fraction() */
     uint64_t policy[NH_CONFIG_POLICY_SLOTS];
@@ -110,6 +113,8 @@ bool nh_config_parse(NhConfig *cfg, const char *text, GError **errp);
 
 /* The value of @key as text (canonical form); caller frees. NULL for an unknown key. */
 char *nh_config_get(const NhConfig *cfg, const char *key);
+/* A key's type and the values it takes, as text ("integer 1..64 or auto", "one of: a, b"). */
+char *nh_config_key_values(const NhConfigKey *k);
 
 /* Checks across keys (gc-low < gc-high, ...), independent of capacity. */
 bool nh_config_check(const NhConfig *cfg, GError **errp);

@@ -88,6 +88,34 @@ bool nh_engine_volatile_write_cache(const NhEngine *eng);
 uint64_t nh_engine_drain(NhEngine *eng, uint64_t now);
 
 /*
+ * The end of a run (the simulator's end of trace, preconditioning): nh_engine_drain(), but a
+ * durable (capacitor-backed, STT-MRAM) write buffer is destaged too; what it cost is
+ * counted both in the ordinary counters (so waf covers every page the host wrote) and on its
+ * own under drain.* in the statistics.  Returns when the drain completes.
+ */
+uint64_t nh_engine_finish(NhEngine *eng, uint64_t now);
+
+/*
+ * The device idles from @now: background GC runs as on an idle device, victim after victim,
+ * until no plane needs one (its free blocks are back at gc-high).  Returns when that work
+ * completes (every die and channel done); the number of victims in *victims.
+ */
+uint64_t nh_engine_idle(NhEngine *eng, uint64_t now, uint64_t *victims);
+
+/*
+ * How the device was conditioned before the run (the simulator's --fill), reported under
+ * conditioning.* in the statistics until they are reset: call it after nh_engine_stats_reset().
+ */
+typedef struct NhConditioning {
+    uint64_t fill_bytes;        /* the region written sequentially, then overwritten at random */
+    uint64_t seq_writes, rand_writes;
+    uint64_t rand_erases;       /* blocks erased during the random phase */
+    uint64_t idle_gc_blocks;    /* victims the idle GC at its end reclaimed */
+    bool     steady;            /* the erase rule, not the cap on writes, ended it */
+} NhConditioning;
+void nh_engine_set_conditioning(NhEngine *eng, const NhConditioning *c);
+
+/*
  * Power fails.  What a volatile write buffer held dirty is lost: @lost is told each lost byte
  * range (sector granular) so the front end can make the data match (the device deallocates
  * it: it reads back as zeroes), and the model forgets it.  A capacitor-backed buffer and the

@@ -2,18 +2,20 @@
  * nvme-hybrid-sim - replay a block trace through the engine the QEMU device uses.
  *
  *   nvme-hybrid-sim --device 'k=v,...' --trace FILE --format FMT [--json] [--qd N] [--limit N]
- *                   [--capacity SIZE] [--fill FRACTION] [--skip-bad]
+ *                   [--capacity SIZE] [--fill FRACTION] [--skip-bad] [--no-drain]
  *
  * Open loop (each request arrives at its trace time, relative to the first) by default; with
  * --qd N, closed loop: N requests in flight, the next one issued when the earliest completes.
  * The trace is read twice: once to check every line and find the highest byte it touches (the
  * default capacity, rounded up to a GiB), once to replay.  --fill preconditions the device
- * first (precondition.c) and the statistics then count the trace only.  Usage and formats:
+ * first (precondition.c) and the statistics then count the trace only.  At the end the write
+ * buffer is drained (nh_engine_finish, drain.* in the statistics) unless --no-drain.  Usage and formats:
  * docs/simulator.md.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
@@ -28,6 +30,9 @@ static char *opt_format = NULL;
 static char *opt_capacity = NULL;
 static gboolean opt_json = FALSE;
 static gboolean opt_skip_bad = FALSE;
+static gboolean opt_no_drain = FALSE;
+static gboolean opt_sort = FALSE;
+static gboolean opt_list_keys = FALSE;
 static gdouble opt_fill = 0;
 static gint opt_qd = 0;
 static gint64 opt_limit = 0;
@@ -49,6 +54,14 @@ static GOptionEntry entries[] = {
     { "fill", 0, 0, G_OPTION_ARG_DOUBLE, &opt_fill,
       "precondition: write this fraction (0..1) of the space sequentially, then overwrite it "
       "randomly until GC is in steady state; statistics count the trace only", "FRACTION" },
+    { "no-drain", 0, 0, G_OPTION_ARG_NONE, &opt_no_drain,
+      "leave what the write buffer holds at the end of the trace unwritten (default: drain it "
+      "and count what that cost under drain.*)", NULL },
+    { "sort", 0, 0, G_OPTION_ARG_NONE, &opt_sort,
+      "replay the requests in time order (stable) instead of clamping a time that goes back to "
+      "the one before it; holds the trace in memory", NULL },
+    { "list-keys", 0, 0, G_OPTION_ARG_NONE, &opt_list_keys,
+      "print every device property (key, values, default, meaning) and exit", NULL },
     { "skip-bad", 0, 0, G_OPTION_ARG_NONE, &opt_skip_bad,
       "count and report malformed trace lines instead of failing on the first", NULL },
     { NULL }
@@ -81,7 +94,7 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
                         uint64_t capacity)
 {
     JsonParser *p = json_parser_new();
-    JsonObject *root, *host, *nand, *ftl, *cmt, *wear, *lr, *lw, *cfg;
+    JsonObject *root, *host, *nand, *ftl, *cmt, *wear, *lr, *lw, *cfg, *drain;
     double secs = sim_ns / 1e9;
 
     if (!json_parser_load_from_data(p, stats, -1, NULL)) {
@@ -97,6 +110,7 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
     lr = obj(root, "latency_ns.read");
     lw = obj(root, "latency_ns.write");
     cfg = obj(root, "config");
+    drain = obj(root, "drain");
 
 #define I(o, k) ((unsigned long long)json_object_get_int_member(o, k))
     printf("device      ftl=%s cell=%s channels=%s ways=%s blocks=%s op=%s%% capacity=%.1f GiB\n",
@@ -122,6 +136,11 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
                100.0 * I(cmt, "hits") / (I(cmt, "hits") + I(cmt, "misses")),
                I(ftl, "translation_page_reads"), I(ftl, "translation_page_writes"));
     }
+    if (I(drain, "page_programs") || I(drain, "time_ns")) {
+        printf("drain       page programs %llu  erases %llu  gc copies %llu  in %.3f ms (counted "
+               "above)\n", I(drain, "page_programs"), I(drain, "block_erases"),
+               I(drain, "gc_page_copies"), I(drain, "time_ns") / 1e6);
+    }
     printf("waf         %.3f\n", json_object_get_double_member(root, "waf"));
     printf("wear        erases min %llu max %llu mean %.2f\n", I(wear, "erase_min"),
            I(wear, "erase_max"), json_object_get_double_member(wear, "erase_mean"));
@@ -136,6 +155,139 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
     g_object_unref(p);
 }
 
+/* A request and its place in the trace: --sort orders by time, then place (a stable sort). */
+typedef struct Ordered {
+    NhTraceRec rec;
+    uint64_t   seq;
+} Ordered;
+
+static gint by_time(gconstpointer a, gconstpointer b)
+{
+    const Ordered *x = a, *y = b;
+
+    if (x->rec.time_ns != y->rec.time_ns) {
+        return x->rec.time_ns < y->rec.time_ns ? -1 : 1;
+    }
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* What the first pass over the trace found. */
+typedef struct Scan {
+    uint64_t nreq, max_end;
+    uint64_t backwards;     /* requests whose time is before the previous request's */
+    GArray  *sorted;        /* --sort: the requests in time order */
+} Scan;
+
+/* Check every line (up to --limit), find the highest byte touched, count the times that go
+ * back and, with --sort, keep the requests to sort them. */
+static bool first_pass(NhTrace *tr, Scan *sc, GError **errp)
+{
+    NhTraceRec rec;
+    uint64_t prev = 0;
+
+    *sc = (Scan){ 0 };
+    if (opt_sort) {
+        sc->sorted = g_array_new(FALSE, FALSE, sizeof(Ordered));
+    }
+    while ((!opt_limit || sc->nreq < (uint64_t)opt_limit) && nh_trace_next(tr, &rec, errp) > 0) {
+        sc->max_end = MAX(sc->max_end, rec.offset + rec.length);
+        sc->backwards += sc->nreq && rec.time_ns < prev;
+        prev = rec.time_ns;
+        if (sc->sorted) {
+            Ordered o = { rec, sc->nreq };
+            g_array_append_val(sc->sorted, o);
+        }
+        sc->nreq++;
+    }
+    if (*errp) {
+        return false;
+    }
+    if (!sc->nreq) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: no request to replay (the file is "
+                    "empty, or holds only comments, blank lines%s and events that are not "
+                    "replayed)", opt_trace, opt_skip_bad ? ", malformed lines" : "");
+        return false;
+    }
+    if (sc->sorted) {
+        g_array_sort(sc->sorted, by_time);
+    }
+    return true;
+}
+
+/* --list-keys: the keys of -device nvme-hybrid (its help lists the same, with the same text). */
+static void list_keys(void)
+{
+    for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        const NhConfigKey *k = nh_config_key(i);
+        char *values = nh_config_key_values(k);
+
+        printf("%s\n    %s; default %s\n    %s\n", k->name, values, k->defval, k->help);
+        g_free(values);
+    }
+}
+
+/* The options' own checks, and --capacity parsed: 0 to go on, else the exit status. */
+static int check_options(uint64_t *capacity)
+{
+    if (!opt_trace || !opt_format) {
+        fprintf(stderr, "nvme-hybrid-sim: --trace and --format are required (see --help)\n");
+        return 2;
+    }
+    if (opt_qd < 0 || opt_limit < 0) {
+        fprintf(stderr, "nvme-hybrid-sim: --qd and --limit must not be negative\n");
+        return 2;
+    }
+    if (!(opt_fill >= 0 && opt_fill <= 1)) {
+        fprintf(stderr, "nvme-hybrid-sim: --fill must be a fraction between 0 and 1\n");
+        return 2;
+    }
+    if (opt_capacity && (!nh_config_parse_size(opt_capacity, capacity) || !*capacity)) {
+        fprintf(stderr, "nvme-hybrid-sim: --capacity: '%s' is not a size\n", opt_capacity);
+        return 2;
+    }
+    return 0;
+}
+
+/* The trace read pages it never wrote (nor --fill did): say how many and what they cost. */
+static void warn_unwritten(const char *stats)
+{
+    JsonParser *p = json_parser_new();
+    JsonObject *root;
+    uint64_t n;
+
+    if (!json_parser_load_from_data(p, stats, -1, NULL)) {
+        g_object_unref(p);
+        return;
+    }
+    root = json_node_get_object(json_parser_get_root(p));
+    n = json_object_get_int_member(obj(root, "host"), "unwritten_read_pages");
+    if (n) {
+        bool flash = !strcmp(json_object_get_string_member(obj(root, "config"),
+                                                           "unwritten-reads"), "flash");
+        fprintf(stderr, "nvme-hybrid-sim: the trace read %" G_GUINT64_FORMAT " pages it never "
+                "wrote: %s\n", n, flash ? "each charged as a flash read (unwritten-reads=flash)"
+                : "free (unwritten-reads=free)");
+    }
+    g_object_unref(p);
+}
+
+/* --fill: precondition, report on stderr; *base: when the trace may start. */
+static bool fill(NhEngine *eng, uint64_t capacity, uint64_t *base, GError **errp)
+{
+    NhFillReport fr;
+
+    if (!nh_precondition(eng, capacity, opt_fill, &fr, errp)) {
+        return false;
+    }
+    fprintf(stderr, "nvme-hybrid-sim: --fill %g: %" G_GUINT64_FORMAT " sequential and %"
+            G_GUINT64_FORMAT " random writes, %.2f erases per block, %s; idle GC reclaimed %"
+            G_GUINT64_FORMAT " blocks\n", opt_fill, fr.seq_writes, fr.rand_writes,
+            fr.erases_per_block, fr.steady ? "steady state" : "stopped at the cap before "
+            "steady state", fr.idle_gc_blocks);
+    *base = fr.end_ns;
+    return true;
+}
+
 static int fail(GError *err)
 {
     fprintf(stderr, "nvme-hybrid-sim: %s\n", err->message);
@@ -143,12 +295,39 @@ static int fail(GError *err)
     return 1;
 }
 
+/* A progress line on standard error when it is a terminal, at most once a second; (0, 0)
+ * clears it. */
+static void progress(uint64_t done, uint64_t total)
+{
+    static gint64 last;
+    static bool shown;
+    gint64 now = g_get_monotonic_time();
+
+    if (!isatty(STDERR_FILENO)) {
+        return;
+    }
+    if (!total) {
+        if (shown) {
+            fprintf(stderr, "\r\033[K");
+        }
+        return;
+    }
+    if (!last) {
+        last = now;     /* the first line after a second: short replays print none */
+    } else if (now - last >= G_USEC_PER_SEC) {
+        fprintf(stderr, "\rnvme-hybrid-sim: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                " requests (%.0f%%)", done, total, 100.0 * done / total);
+        last = now;
+        shown = true;
+    }
+}
+
 /*
  * Replay the first @nreq requests of @tr from time @base: at the trace's times (open loop) or,
  * with --qd, each as soon as one of the queue's slots is free.  *end_time: the last completion.
  */
-static bool replay(NhEngine *eng, NhTrace *tr, uint64_t nreq, uint64_t base, uint64_t *end_time,
-                   GError **errp)
+static bool replay(NhEngine *eng, NhTrace *tr, const GArray *sorted, uint64_t nreq,
+                   uint64_t base, uint64_t *end_time, GError **errp)
 {
     Inflight inflight = { NULL, NULL, 0 };
     NhTraceRec rec;
@@ -160,7 +339,8 @@ static bool replay(NhEngine *eng, NhTrace *tr, uint64_t nreq, uint64_t base, uin
         inflight.done = g_new(uint64_t, opt_qd);
         inflight.heap = g_new(uint32_t, opt_qd);
     }
-    for (uint64_t i = 0; i < nreq && nh_trace_next(tr, &rec, errp) > 0; i++) {
+    for (uint64_t i = 0; i < nreq && (sorted ? (rec = g_array_index(sorted, Ordered, i).rec, 1)
+                                            : nh_trace_next(tr, &rec, errp)) > 0; i++) {
         NhRequest req = { .op = rec.op, .offset = rec.offset, .length = rec.length };
         uint64_t done;
 
@@ -174,8 +354,12 @@ static bool replay(NhEngine *eng, NhTrace *tr, uint64_t nreq, uint64_t base, uin
             if (i == 0) {
                 first = rec.time_ns;
             }
-            /* traces are not always sorted; the engine needs time that never goes back */
+            /* traces are not always sorted (counted by first_pass); the engine needs time that
+             * never goes back */
             now = MAX(now, base + (rec.time_ns > first ? rec.time_ns - first : 0));
+        }
+        if ((i & 0xffff) == 0xffff) {
+            progress(i + 1, nreq);
         }
         ok = nh_engine_submit(eng, &req, now, &done, errp);
         if (!ok) {
@@ -188,6 +372,7 @@ static bool replay(NhEngine *eng, NhTrace *tr, uint64_t nreq, uint64_t base, uin
         }
         *end_time = MAX(*end_time, done);
     }
+    progress(0, 0);
     g_free(inflight.done);
     g_free(inflight.heap);
     return ok && !*errp;     /* a read error of the trace ends the loop with *errp set */
@@ -199,7 +384,7 @@ int main(int argc, char **argv)
     GError *err = NULL;
     NhConfig cfg;
     NhTrace *tr;
-    NhTraceRec rec;
+    Scan scan;
     NhEngine *eng;
     uint64_t capacity = 0, max_end = 0, nreq = 0, base = 0, end_time = 0;
     uint64_t nbad;
@@ -214,23 +399,18 @@ int main(int argc, char **argv)
         return fail(err);
     }
     g_option_context_free(ctx);
-    if (!opt_trace || !opt_format) {
-        fprintf(stderr, "nvme-hybrid-sim: --trace and --format are required (see --help)\n");
-        return 2;
+    if (opt_list_keys) {
+        list_keys();
+        return 0;
     }
-    if (opt_qd < 0 || opt_limit < 0) {
-        fprintf(stderr, "nvme-hybrid-sim: --qd and --limit must not be negative\n");
-        return 2;
-    }
-    if (!(opt_fill >= 0 && opt_fill <= 1)) {
-        fprintf(stderr, "nvme-hybrid-sim: --fill must be a fraction between 0 and 1\n");
-        return 2;
-    }
-    if (opt_capacity && (!nh_config_parse_size(opt_capacity, &capacity) || !capacity)) {
-        fprintf(stderr, "nvme-hybrid-sim: --capacity: '%s' is not a size\n", opt_capacity);
-        return 2;
+    r = check_options(&capacity);
+    if (r) {
+        return r;
     }
     nh_config_defaults(&cfg);
+    /* a trace's reads of data written before it began are flash reads (as MQSim charges them);
+     * --device unwritten-reads=free overrides */
+    nh_config_set(&cfg, "unwritten-reads", "flash", NULL);
     if (!nh_config_parse(&cfg, opt_device, &err)) {
         return fail(err);
     }
@@ -239,12 +419,16 @@ int main(int argc, char **argv)
         return fail(err);
     }
     nh_trace_skip_bad(tr, opt_skip_bad);
-    while ((!opt_limit || nreq < (uint64_t)opt_limit) && (r = nh_trace_next(tr, &rec, &err)) > 0) {
-        max_end = MAX(max_end, rec.offset + rec.length);
-        nreq++;
-    }
-    if (err) {
+    if (!first_pass(tr, &scan, &err)) {
         return fail(err);
+    }
+    nreq = scan.nreq;
+    max_end = scan.max_end;
+    if (scan.backwards && !opt_qd) {
+        fprintf(stderr, "nvme-hybrid-sim: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                " requests (%.1f%%) arrive before the one before them: %s\n", scan.backwards,
+                nreq, 100.0 * scan.backwards / nreq, opt_sort ? "replayed in time order (--sort)"
+                : "each was issued at the previous one's time (--sort replays in time order)");
     }
     nbad = nh_trace_bad_lines(tr, &bad_line);
     first_bad = g_strdup(bad_line);
@@ -259,23 +443,19 @@ int main(int argc, char **argv)
     if (!eng || !nh_trace_rewind(tr, &err)) {
         return fail(err);
     }
-    if (opt_fill > 0) {
-        NhFillReport fr;
-        if (!nh_precondition(eng, capacity, opt_fill, &fr, &err)) {
-            return fail(err);
-        }
-        fprintf(stderr, "nvme-hybrid-sim: --fill %g: %" G_GUINT64_FORMAT " sequential and %"
-                G_GUINT64_FORMAT " random writes, %.2f erases per block, %s\n", opt_fill,
-                fr.seq_writes, fr.rand_writes, fr.erases_per_block,
-                fr.steady ? "steady state" : "stopped at the cap before steady state");
-        base = end_time = fr.end_ns;
-    }
-
-    t0 = g_get_monotonic_time();
-    if (!replay(eng, tr, nreq, base, &end_time, &err)) {
+    if (opt_fill > 0 && !fill(eng, capacity, &base, &err)) {
         return fail(err);
     }
+    end_time = base;
+    t0 = g_get_monotonic_time();
+    if (!replay(eng, tr, scan.sorted, nreq, base, &end_time, &err)) {
+        return fail(err);
+    }
+    if (!opt_no_drain) {
+        nh_engine_finish(eng, end_time);
+    }
     stats = nh_engine_stats_json(eng, opt_json);
+    warn_unwritten(stats);
     if (opt_json) {
         printf("%s\n", stats);
     } else {
@@ -289,5 +469,8 @@ int main(int argc, char **argv)
     g_free(first_bad);
     nh_trace_close(tr);
     nh_engine_free(eng);
+    if (scan.sorted) {
+        g_array_free(scan.sorted, TRUE);
+    }
     return 0;
 }

@@ -507,6 +507,27 @@ static const ParseFn parsers[] = {
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(nh_trace_formats) == G_N_ELEMENTS(parsers) + 1);
 
+/* A binary file (a NUL byte in its first block) is refused before a line of it is read: a
+ * file of NULs has no line end, and reading its one line would take it whole into memory. */
+static bool text_start(FILE *f, const char *path, GError **errp)
+{
+    char head[4096];
+    size_t n = fread(head, 1, sizeof(head), f);
+    const char *nul = memchr(head, '\0', n);
+
+    if (nul) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: a NUL byte at offset %zu: a binary "
+                    "file, not a text trace", path, (size_t)(nul - head));
+        return false;
+    }
+    if (ferror(f) || fseek(f, 0, SEEK_SET) != 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: cannot read: %s", path,
+                    g_strerror(errno));
+        return false;
+    }
+    return true;
+}
+
 NhTrace *nh_trace_open(const char *path, const char *format, GError **errp)
 {
     NhTrace *t;
@@ -529,6 +550,10 @@ NhTrace *nh_trace_open(const char *path, const char *format, GError **errp)
     }
     /* large reads: traces are big and read front to back */
     setvbuf(f, NULL, _IOFBF, 1 << 20);
+    if (!text_start(f, path, errp)) {
+        fclose(f);
+        return NULL;
+    }
     t = g_new0(NhTrace, 1);
     t->f = f;
     t->path = g_strdup(path);
@@ -552,10 +577,14 @@ int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp)
         while (*line == ' ' || *line == '\t') {
             line++;
         }
-        if (!*line || *line == '#') {
+        if (memchr(t->buf, '\0', (size_t)n)) {
+            why = "a NUL byte in the line (binary data, not a text trace)";
+            r = -1;
+        } else if (!*line || *line == '#') {
             continue;
+        } else {
+            r = t->parse(t, line, rec, &why);
         }
-        r = t->parse(t, line, rec, &why);
         if (r < 0 && t->skip_bad) {
             if (!t->bad++) {
                 t->first_bad = g_strdup_printf("%s:%" G_GUINT64_FORMAT ": %s", t->path,

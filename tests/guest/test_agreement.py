@@ -132,8 +132,10 @@ def combine_iologs(share):
 
 def replay(props, trace, qd=None):
     """The simulator's statistics document for the replay."""
-    args = [SIM, "--device", props, "--trace", trace, "--format", "fio",
-            "--capacity", str(SIZE), "--json"]
+    # --no-drain: the device does not drain its write buffer when fio ends;
+    # unwritten-reads=free: the device's default (the simulator's is flash)
+    args = [SIM, "--device", props + ",unwritten-reads=free", "--trace", trace, "--format", "fio",
+            "--capacity", str(SIZE), "--json", "--no-drain"]
     if qd:
         args += ["--qd", str(qd)]
     p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)

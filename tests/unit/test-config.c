@@ -28,11 +28,42 @@ static void test_defaults(void)
     g_assert_true(nh_config_check(&c, NULL));
 }
 
+/* Issue 10: numbers are decimal whatever their form, 0 is a value (never the preset, which is
+ * auto), a key given twice is refused naming it. */
+static void test_one_way(void)
+{
+    static const char *const zero[] = { "t-read", "t-prog", "t-erase", "pe-cycles", "blocks",
+                                        "log-blocks", "t-buf-read", "t-buf-write", NULL };
+    NhConfig a, b;
+    GError *err = NULL;
+
+    nh_config_defaults(&a);
+    nh_config_defaults(&b);
+    g_assert_true(nh_config_parse(&a, "channels=08,ways=010", NULL));
+    g_assert_true(nh_config_parse(&b, "channels= 8,ways=10 ", NULL));
+    g_assert_cmpuint(a.channels, ==, 8);
+    g_assert_cmpuint(a.ways, ==, 10);
+    g_assert_cmpmem(&a, sizeof(a), &b, sizeof(b));
+    g_assert_false(nh_config_set(&a, "channels", "0x8", &err));
+    g_assert_nonnull(strstr(err->message, "channels: '0x8' is not a number"));
+    g_clear_error(&err);
+    for (const char *const *k = zero; *k; k++) {
+        g_assert_false(nh_config_set(&a, *k, "0", &err));
+        g_assert_true(g_str_has_prefix(err->message, *k));
+        g_assert_nonnull(strstr(err->message, "or 'auto', got 0"));
+        g_clear_error(&err);
+    }
+    g_assert_false(nh_config_parse(&a, "ftl=page,channels=4,ways=2,channels=8", &err));
+    g_assert_cmpstr(err->message, ==, "channels: given twice (each key once: which should "
+                    "count?)");
+    g_clear_error(&err);
+}
+
 static void test_units(void)
 {
     NhConfig c;
     nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, "page-size=16K,t-read=25us,t-prog=0x10,t-erase=2ms,"
+    g_assert_true(nh_config_parse(&c, "page-size=16K,t-read=25us,t-prog=016,t-erase=2ms,"
                                   "cell=TLC, channels = 2 ,latency=zero,gc=cost-benefit", NULL));
     g_assert_cmpuint(c.page_size, ==, 16384);
     g_assert_cmpuint(c.t_read, ==, 25000);
@@ -48,7 +79,7 @@ static void test_units(void)
     g_assert_cmpuint(c.t_read, ==, 1000000000);
     g_assert_true(nh_config_set(&c, "t-read", "auto", NULL));
     g_assert_cmpuint(c.t_read, ==, 0);
-    g_assert_true(nh_config_set(&c, "blocks", "0", NULL));  /* 0 is auto */
+    g_assert_true(nh_config_set(&c, "blocks", "auto", NULL));
     /* a fraction: 0 is a value, auto is NAN; printed in its shortest exact form */
     g_assert_true(isnan(nh_config_fraction(&c, "lbuf-alpha")));
     for (const char *const *x = (const char *const[]){ "-1", "-0.5", "0", "0.1", "1", NULL }; *x;
@@ -140,7 +171,7 @@ static void test_errors(void)
     expect_error("op=51", "op: must be between 1 and 50, got 51");
     expect_error("cell=plc", "cell: unknown value 'plc' (valid: slc, mlc, tlc, qlc, znand)");
     expect_error("t-read=5 weeks", "t-read: '5 weeks' is not a time");
-    expect_error("t-read=2s", "t-read: must be between 1ns and 1000000000ns, got 2s");
+    expect_error("t-read=2s", "t-read: must be between 1ns and 1000000000ns or 'auto', got 2s");
     expect_error("t-prog=1h", "t-prog: '1h' is not a time");
     expect_error("t-erase=ms", "t-erase: 'ms' is not a time");
     expect_error("channel-mbps=0", "channel-mbps: must be between 1 and 100000, got 0");
@@ -205,7 +236,7 @@ static void test_engine_refuses(void)
     uint32_t b = nh_engine_config(e)->blocks;
     g_assert_cmpuint(nh_engine_logical_capacity(e), >=, 64ull << 20);
     nh_engine_free(e);
-    g_assert_true(nh_config_set(&c, "blocks", "0", NULL));
+    g_assert_true(nh_config_set(&c, "blocks", "auto", NULL));
     char *v = g_strdup_printf("%u", b - 1);
     g_assert_true(nh_config_set(&c, "blocks", v, NULL));
     g_free(v);
@@ -233,6 +264,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/config/defaults", test_defaults);
     g_test_add_func("/config/units", test_units);
+    g_test_add_func("/config/one-way", test_one_way);
     g_test_add_func("/config/canonical", test_canonical);
     g_test_add_func("/config/errors", test_errors);
     g_test_add_func("/config/table", test_table);

@@ -85,10 +85,34 @@ static void test_table_is_document(void)
     nh_engine_free(e);
 }
 
+/* Nearest rank (issue 10): 15, 15, 60 have p99 60 (floor rank gave 15), p50 15; one sample is
+ * every quantile; 100 samples 1..100 have p99 99 and p50 50. */
+static void test_nearest_rank(void)
+{
+    NhHist h = { 0 };
+
+    nh_hist_add(&h, 15);
+    nh_hist_add(&h, 15);
+    nh_hist_add(&h, 60);
+    g_assert_cmpuint(nh_hist_quantile(&h, 0.99), ==, 60);
+    g_assert_cmpuint(nh_hist_quantile(&h, 0.50), ==, 15);
+    memset(&h, 0, sizeof(h));
+    nh_hist_add(&h, 7);
+    g_assert_cmpuint(nh_hist_quantile(&h, 0.50), ==, 7);
+    g_assert_cmpuint(nh_hist_quantile(&h, 0.99), ==, 7);
+    memset(&h, 0, sizeof(h));
+    for (uint64_t v = 1; v <= 100; v++) {
+        nh_hist_add(&h, v);     /* 64 and up are bucketed: capped at the bucket's upper edge */
+    }
+    g_assert_cmpuint(nh_hist_quantile(&h, 0.50), ==, 50);
+    g_assert_cmpuint(nh_hist_quantile(&h, 0.99), ==, 99);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/stats/documented", test_documented);
+    g_test_add_func("/stats/nearest-rank", test_nearest_rank);
     g_test_add_func("/stats/table-is-document", test_table_is_document);
     return g_test_run();
 }

@@ -140,6 +140,27 @@ static void test_presets(void)
     nh_engine_free(e);
 }
 
+/* unwritten-reads: free costs nothing; flash costs what a written page's read costs (tR + one
+ * transfer: 25 us + 5.12 us on SLC at 800 MB/s), two pages striped to two planes of one die
+ * serialise on it, and neither counts as a read of an unprogrammed page (unit_check). */
+static void test_unwritten_reads(void)
+{
+    NhEngine *free_ = unit_engine("channels=1,ways=1,planes=2,pages=64", 64 << 20);
+    NhEngine *flash = unit_engine("channels=1,ways=1,planes=2,pages=64,unwritten-reads=flash",
+                                  64 << 20);
+
+    g_assert_cmpuint(submit(free_, NH_OP_READ, 0, 4096, 1000), ==, 1000);
+    g_assert_cmpuint(submit(flash, NH_OP_READ, 0, 4096, 1000), ==, 1000 + 25000 + 5120);
+    g_assert_cmpuint(submit(flash, NH_OP_READ, 0, 8192, IDLE), ==, IDLE + 2 * (25000 + 5120));
+    g_assert_cmpuint(unit_stat(flash, "host", "unwritten_read_pages"), ==, 3);
+    g_assert_cmpuint(unit_stat(flash, "nand", "page_reads"), ==, 3);
+    g_assert_cmpuint(unit_stat(free_, "nand", "page_reads"), ==, 0);
+    unit_check(flash);
+    unit_check(free_);
+    nh_engine_free(free_);
+    nh_engine_free(flash);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -148,5 +169,6 @@ int main(int argc, char **argv)
     g_test_add_func("/timing/read-behind-gc", test_read_behind_gc);
     g_test_add_func("/timing/latency-zero", test_latency_zero);
     g_test_add_func("/timing/presets", test_presets);
+    g_test_add_func("/timing/unwritten-reads", test_unwritten_reads);
     return g_test_run();
 }
