@@ -12,6 +12,8 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUEST_DIR = os.path.join(REPO, "build", "guest")
+# The files of a guest directory (guest-images/build writes them).
+GUEST_FILES = ("vmlinux", "initrd.img", "rootfs.ext4")
 
 # -icount shift=N makes each guest instruction take 2^N ns of virtual time.
 # 0 (a 1 GHz guest CPU) is the smallest step QEMU offers: guest software
@@ -68,6 +70,10 @@ def add_common_options(ap):
     ap.add_argument("--qemu-binary", metavar="PATH",
                     help="QEMU to run (default: $NVME_HYBRID_QEMU, else "
                          "build/qemu-system-x86_64)")
+    ap.add_argument("--guest", metavar="DIR",
+                    help="an already built guest directory (vmlinux, initrd.img, "
+                         "rootfs.ext4), used as it is (default: $NVME_HYBRID_GUEST, "
+                         "else build/guest, built or refreshed first)")
     # Developer switch: QEMU's own "nvme" instead of ours, for comparisons
     # and for working on the guest side while the device is unfinished.
     ap.add_argument("--nvme-model", default="nvme-hybrid", help=argparse.SUPPRESS)
@@ -83,9 +89,17 @@ def qemu_binary(opts):
     raise Error("no QEMU binary: run ./configure && make, or pass --qemu-binary")
 
 
-def ensure_guest():
-    """Build (or fetch from the cache) the guest image; quick when current.
-    Its progress goes to stderr: stdout belongs to the guest command."""
+def ensure_guest(opts=None):
+    """The guest directory: --guest or $NVME_HYBRID_GUEST as it is, else
+    build/guest, built (or fetched from the cache) first; quick when current.
+    Build progress goes to stderr: stdout belongs to the guest command."""
+    given = (opts and getattr(opts, "guest", None)) or os.environ.get("NVME_HYBRID_GUEST")
+    if given:
+        missing = [f for f in GUEST_FILES if not os.path.isfile(os.path.join(given, f))]
+        if missing:
+            raise Error("%s is not a guest directory (no %s); build one with "
+                        "guest-images/build DIR" % (given, ", ".join(missing)))
+        return os.path.abspath(given)
     r = subprocess.run([os.path.join(REPO, "guest-images", "build"), GUEST_DIR],
                        stdout=sys.stderr)
     if r.returncode != 0:
@@ -117,6 +131,18 @@ def prepare_disk(path, size, fmt, qemu):
         if r.returncode != 0:
             raise Error("qemu-img could not create %s" % path)
     return fmt
+
+
+def guest_command(argv):
+    """The shell command line the guest runs (sh -c) for vm-exec's COMMAND
+    words: one word is a shell string, used as it is (pipes, ;, $(...) work);
+    several words are an argv, each quoted for the shell, as docker exec and
+    kubectl exec take them."""
+    if not argv:
+        raise Error("no command")
+    if len(argv) == 1:
+        return argv[0]
+    return shlex.join(argv)
 
 
 def qemu_opt(value):
