@@ -13,7 +13,7 @@ export CCACHE_NOHASHDIR := 1
 export CCACHE_BASEDIR := $(CURDIR)
 MESON      := $(BUILD)/venv/bin/meson
 
-.PHONY: all guest demo check check-unit check-qtest check-guest check-slow bench clean
+.PHONY: all guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
 
 all: $(BUILD)/.configured
 	ninja -C $(BUILD)
@@ -32,13 +32,17 @@ demo: all guest
 	scripts/demo
 
 check: all guest
-	$(MAKE) check-unit check-qtest check-guest
+	$(MAKE) check-unit check-qtest check-scripts check-guest
 
 check-unit: all
 	$(MESON) test -C $(BUILD) --print-errorlogs
 
 check-qtest: all
 	$(PYTEST) -q tests/qtest
+
+# scripts/: vm-exec's command forms, sweeps on Dask, the live view and plots.
+check-scripts: all
+	$(PYTEST) -q tests/scripts
 
 check-guest: all guest
 	$(PYTEST) -q tests/guest

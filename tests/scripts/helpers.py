@@ -5,7 +5,7 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(REPO, "scripts")
-SIM = os.path.join(REPO, "build", "nvme-hybrid-sim")
+SIM = os.environ.get("NVME_HYBRID_SIM") or os.path.join(REPO, "build", "nvme-hybrid-sim")
 sys.path.insert(0, SCRIPTS)
 
 import nhvm  # noqa: E402,F401
