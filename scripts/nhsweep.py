@@ -215,6 +215,16 @@ class Grid:
             if a.name in reserved or a.name in (x.name for x in self.axes if x is not a):
                 raise SpecError("%s: axis name %r is reserved or repeats" % (source, a.name))
         self.plot = spec.get("plot", {})
+        if not isinstance(self.plot, dict) or set(self.plot) - {"x", "series", "metrics"}:
+            raise SpecError("%s: plot is a table with x, series (axis names) and metrics (a list "
+                            "of statistics keys such as \"waf\")" % source)
+        for k in ("x", "series"):
+            if k in self.plot and self.plot[k] not in [a.name for a in self.axes]:
+                raise SpecError("%s: plot.%s = %r is not an axis name (axes: %s)"
+                                % (source, k, self.plot[k], ", ".join(a.name for a in self.axes)))
+        m = self.plot.get("metrics", [])
+        if not isinstance(m, list) or not all(isinstance(x, str) for x in m):
+            raise SpecError("%s: plot.metrics must be a list of statistics keys" % source)
 
     def runs(self):
         """Every grid point: dict(trace=Trace, labels={axis: label}, device=str, options={})."""
@@ -325,10 +335,11 @@ def _upload(client, traces, tmp):
     return names
 
 
-def run_grid(grid, client, progress=True, log=sys.stderr, local=False):
+def run_grid(grid, client, progress=True, log=sys.stderr, local=False, documents=None):
     """Run every point of @grid on @client; returns a pandas DataFrame, one row per point in
     grid order: trace, one column per axis, device, options, error, seconds, worker, then the
-    flattened statistics document.  @local: the workers run in this process (a LocalCluster)."""
+    flattened statistics document.  @local: the workers run in this process (a LocalCluster).
+    @documents, a list: gets each run's statistics document (None for a failed run), in order."""
     import pandas as pd
     from distributed import as_completed
 
@@ -354,6 +365,7 @@ def run_grid(grid, client, progress=True, log=sys.stderr, local=False):
                           key="replay-%d-%s" % (i, tag), pure=False)
         futures[f] = i
     rows = [None] * len(runs)
+    docs = [None] * len(runs)
     done, t0, last = 0, time.monotonic(), 0.0
     for f in as_completed(futures):
         i = futures[f]
@@ -371,12 +383,15 @@ def run_grid(grid, client, progress=True, log=sys.stderr, local=False):
         if doc:
             row.update(flatten(doc))
         rows[i] = row
+        docs[i] = doc
         done += 1
         now = time.monotonic()
         if progress and (now - last > 2 or done == len(runs)):
             last = now
             print("sweep: %d/%d runs done (%.0f s)" % (done, len(runs), now - t0),
                   file=log, flush=True)
+    if documents is not None:
+        documents[:] = docs
     return pd.DataFrame(rows)
 
 
@@ -396,7 +411,7 @@ def write_table(df, out, stem="results"):
 
 # ---------------------------------------------------------------------------------- plots
 LABELS = {
-    "waf": "write amplification (NAND pages programmed / host pages written)",
+    "waf": "write amplification (flash pages / host pages)",
     "latency_ns.read.mean": "mean read latency (us)",
     "latency_ns.write.mean": "mean write latency (us)",
     "latency_ns.read.p99": "99th percentile read latency (us)",

@@ -231,3 +231,25 @@ def test_bad_inputs(traces, tmp_path):
     assert r.returncode == 1 and "8 runs (4 failed)" in r.stdout
     df = pd.read_parquet(tmp_path / "bad-out" / "results.parquet")
     assert df[df["policy"] == "lru"]["error"].str.contains("nosuch").all()
+
+
+def test_compare_buffers_local_and_cluster(tmp_path, cluster):
+    """compare-buffers is a sweep: the same results.json on a LocalCluster and on the
+    scheduler with two workers."""
+    args = [os.path.join(SCRIPTS, "compare-buffers"), "--sim", SIM, "--sizes", "2,8",
+            "--ftls", "fast", "--policies", "lru,bplru", "--variants", "", "--traces",
+            "financial,tpcc-small", "--requests", "3000", "--limit", "3000", "--loops", "qd8",
+            "--no-plots"]
+    out = {}
+    for where, extra in (("local", ["--jobs", "2"]), ("cluster", ["--scheduler", cluster.address])):
+        d = tmp_path / where
+        r = subprocess.run([sys.executable, *args, "--out", str(d), *extra], capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        out[where] = json.loads((d / "results.json").read_text())
+        assert (d / "results.md").exists() and (d / "sweep.parquet").exists()
+    assert out["local"] == out["cluster"]
+    res = out["local"]["results"]
+    shared = os.path.exists(os.path.join(REPO, "..", "shared", "traces"))
+    assert len(res) == (8 if shared else 4) and not any("error" in r for r in res)
+    assert {r["policy"] for r in res} == {"lru", "bplru"}
