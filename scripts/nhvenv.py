@@ -28,4 +28,7 @@ def ensure(modules=("dask", "distributed", "pandas", "pyarrow", "matplotlib")):
 
 def _importable(name):
     import importlib.util
-    return importlib.util.find_spec(name) is not None
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:     # a dotted name whose parent package is missing
+        return False

@@ -74,6 +74,11 @@ def add_common_options(ap):
                     help="an already built guest directory (vmlinux, initrd.img, "
                          "rootfs.ext4), used as it is (default: $NVME_HYBRID_GUEST, "
                          "else build/guest, built or refreshed first)")
+    ap.add_argument("--watch", nargs="?", const="", metavar="NHTOP-OPTIONS",
+                    help="open the live view (scripts/nhtop) beside the guest: in a new tmux "
+                         "pane when running inside tmux, else the command that opens it in "
+                         "another terminal is printed; the optional value is more nhtop "
+                         "options, e.g. --watch='--record run.jsonl'")
     # Developer switch: QEMU's own "nvme" instead of ours, for comparisons
     # and for working on the guest side while the device is unfinished.
     ap.add_argument("--nvme-model", default="nvme-hybrid", help=argparse.SUPPRESS)
@@ -143,6 +148,33 @@ def guest_command(argv):
     if len(argv) == 1:
         return argv[0]
     return shlex.join(argv)
+
+
+def watch_qemu_args(opts, run_dir):
+    """--watch: the QEMU arguments of a QMP socket of the view's own (a QMP socket serves
+    one client at a time, and --qmp is the user's); [] without --watch."""
+    if opts.watch is None:
+        return []
+    opts.watch_socket = os.path.join(run_dir, "watch.qmp")
+    return ["-qmp", "unix:%s,server=on,wait=off" % qemu_opt(opts.watch_socket)]
+
+
+def start_watch(opts, prog):
+    """--watch: open scripts/nhtop on the socket of watch_qemu_args() in a tmux pane beside
+    this one (focus stays here), or say how to open it elsewhere."""
+    if opts.watch is None:
+        return
+    cmd = [os.path.join(REPO, "scripts", "nhtop"), "--qmp", opts.watch_socket]
+    try:
+        cmd += shlex.split(opts.watch)
+    except ValueError as e:
+        raise Error("--watch: %s" % e)
+    if os.environ.get("TMUX") and shutil.which("tmux"):
+        r = subprocess.run(["tmux", "split-window", "-d", "-h", shlex.join(cmd)])
+        if r.returncode == 0:
+            return
+    print("%s: --watch: not inside tmux; open the live view in another terminal with\n    %s"
+          % (prog, shlex.join(cmd)), file=sys.stderr, flush=True)
 
 
 def qemu_opt(value):
