@@ -18,6 +18,7 @@
 #include <json-glib/json-glib.h>
 
 #include "engine.h"
+#include "fit.h"
 #include "precondition.h"
 #include "trace.h"
 
@@ -25,6 +26,7 @@ static char *opt_device = NULL;
 static char *opt_trace = NULL;
 static char *opt_format = NULL;
 static char *opt_capacity = NULL;
+static char *opt_fit = NULL;
 static gboolean opt_json = FALSE;
 static gboolean opt_skip_bad = FALSE;
 static gdouble opt_fill = 0;
@@ -45,6 +47,9 @@ static GOptionEntry entries[] = {
     { "capacity", 'c', 0, G_OPTION_ARG_STRING, &opt_capacity,
       "logical space in bytes, K/M/G/T suffixes (default: what the trace touches, rounded up "
       "to a GiB)", "SIZE" },
+    { "fit", 0, 0, G_OPTION_ARG_STRING, &opt_fit,
+      "fit the trace into the capacity: compact (touched extents laid out densely, in order) "
+      "or modulo (addresses folded into --capacity); see docs/simulator.md", "MODE" },
     { "fill", 0, 0, G_OPTION_ARG_DOUBLE, &opt_fill,
       "precondition: write this fraction (0..1) of the space sequentially, then overwrite it "
       "randomly until GC is in steady state; statistics count the trace only", "FRACTION" },
@@ -205,6 +210,8 @@ int main(int argc, char **argv)
     const char *bad_line;
     char *first_bad;
     Inflight inflight = { NULL, 0 };
+    NhFit *fit = NULL;
+    NhFitMode fit_mode;
     gint64 t0;
     char *stats;
     int r;
@@ -234,6 +241,12 @@ int main(int argc, char **argv)
     if (!nh_config_parse(&cfg, opt_device, &err)) {
         return fail(err);
     }
+    if (opt_fit) {
+        if (!nh_fit_parse_mode(opt_fit, &fit_mode, &err)) {
+            return fail(err);
+        }
+        fit = nh_fit_new(fit_mode, cfg.page_size);
+    }
     tr = nh_trace_open(opt_trace, opt_format, &err);
     if (!tr) {
         return fail(err);
@@ -241,6 +254,9 @@ int main(int argc, char **argv)
     nh_trace_skip_bad(tr, opt_skip_bad);
     while ((!opt_limit || nreq < (uint64_t)opt_limit) && (r = nh_trace_next(tr, &rec, &err)) > 0) {
         max_end = MAX(max_end, rec.offset + rec.length);
+        if (fit) {
+            nh_fit_add(fit, rec.offset, rec.length);
+        }
         nreq++;
     }
     if (err) {
@@ -251,6 +267,9 @@ int main(int argc, char **argv)
     if (nbad) {
         fprintf(stderr, "nvme-hybrid-sim: skipped %" G_GUINT64_FORMAT " malformed lines "
                 "(first: %s)\n", nbad, first_bad);
+    }
+    if (fit && !nh_fit_finish(fit, &capacity, &err)) {
+        return fail(err);
     }
     if (!capacity) {
         capacity = MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
@@ -277,6 +296,9 @@ int main(int argc, char **argv)
     t0 = g_get_monotonic_time();
     for (uint64_t i = 0; i < nreq && nh_trace_next(tr, &rec, &err) > 0; i++) {
         NhRequest req = { .op = rec.op, .offset = rec.offset, .length = rec.length };
+        if (fit) {
+            req.offset = nh_fit_map(fit, rec.offset, rec.length);
+        }
         uint64_t done;
 
         if (opt_qd) {
@@ -304,10 +326,22 @@ int main(int argc, char **argv)
         return fail(err);
     }
     stats = nh_engine_stats_json(eng, opt_json);
+    if (fit) {
+        char *with_fit = nh_fit_add_to_json(fit, stats, opt_json), *line = nh_fit_summary(fit);
+        fprintf(stderr, "nvme-hybrid-sim: --fit %s\n", line);
+        g_free(line);
+        g_free(stats);
+        stats = with_fit;
+    }
     if (opt_json) {
         printf("%s\n", stats);
     } else {
         print_table(stats, nreq, end_time - base, (g_get_monotonic_time() - t0) / 1e6, capacity);
+        if (fit) {
+            char *line = nh_fit_summary(fit);
+            printf("fit         %s\n", line);
+            g_free(line);
+        }
         if (nbad) {
             printf("trace       %" G_GUINT64_FORMAT " malformed lines skipped (first: %s)\n",
                    nbad, first_bad);
@@ -317,6 +351,7 @@ int main(int argc, char **argv)
     g_free(inflight.t);
     g_free(first_bad);
     nh_trace_close(tr);
+    nh_fit_free(fit);
     nh_engine_free(eng);
     return 0;
 }
