@@ -465,10 +465,12 @@ def plot_table(df, grid_axes, out, x=None, series=None, metrics=None, title=""):
             if not numeric:
                 ax.set_xticks(range(len(xs)))
                 ax.set_xticklabels([str(v) for v in xs], rotation=30 if len(xs) > 4 else 0)
-            elif len(xs) > 2 and min(xs) > 0 and max(xs) / min(xs) >= 16:
-                ax.set_xscale("log", base=2)
+            else:
+                if len(xs) > 2 and min(xs) > 0 and max(xs) / min(xs) >= 16:
+                    ax.set_xscale("log", base=2)
                 ax.set_xticks(xs)
                 ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+                ax.get_xaxis().set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set_xlabel(x or "")
             ax.set_title(metric_label(m), fontsize=10)
             ax.grid(True, alpha=0.3)

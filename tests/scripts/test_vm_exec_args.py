@@ -34,3 +34,23 @@ def test_help_documents_both_forms():
                          capture_output=True, text=True, check=True).stdout
     assert "vm-exec -- sh -c 'echo a b'" in out
     assert "a shell string" in out and "an argv" in out
+
+
+def test_watch_outside_tmux_says_how(tmp_path, monkeypatch, capsys):
+    """--watch gives QEMU a QMP socket of the view's own; outside tmux the command that opens
+    the view is printed (inside tmux it opens in a pane: tests/guest/test_live_view.py runs
+    the view itself)."""
+    monkeypatch.delenv("TMUX", raising=False)
+
+    class Opts:
+        watch = "--record run.jsonl"
+    opts = Opts()
+    args = nhvm.watch_qemu_args(opts, str(tmp_path))
+    sock = str(tmp_path / "watch.qmp")
+    assert args == ["-qmp", "unix:%s,server=on,wait=off" % sock]
+    nhvm.start_watch(opts, "vm-exec")
+    err = capsys.readouterr().err
+    assert "not inside tmux" in err
+    assert "scripts/nhtop --qmp %s --record run.jsonl" % sock in err
+    opts.watch = None
+    assert nhvm.watch_qemu_args(opts, str(tmp_path)) == []
