@@ -2,6 +2,7 @@
 # ninja does the building; the test suites are meson test (engine), pytest (qtest, guest).
 #
 #   make            engine, simulator, QEMU with the device  -> build/qemu-system-x86_64
+#   make sim        engine and simulator only                -> build/nvme-hybrid-sim
 #   make guest      the Debian guest (kernel, initramfs, root image) -> build/guest/
 #   make demo       build everything, boot a guest with the device and show it working
 #   make check      build everything and run every test (unit, qtest, guest end to end)
@@ -13,7 +14,7 @@ export CCACHE_NOHASHDIR := 1
 export CCACHE_BASEDIR := $(CURDIR)
 MESON      := $(BUILD)/venv/bin/meson
 
-.PHONY: all guest demo check check-unit check-qtest check-guest check-slow bench clean
+.PHONY: all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
 
 all: $(BUILD)/.configured
 	ninja -C $(BUILD)
@@ -37,13 +38,22 @@ demo: all guest
 	scripts/demo
 
 check: all guest
-	$(MAKE) check-unit check-qtest check-guest
+	$(MAKE) check-unit check-qtest check-scripts check-guest
 
 check-unit: all
 	$(MESON) test -C $(BUILD) --print-errorlogs
 
 check-qtest: all
 	$(PYTEST) -q tests/qtest
+
+# The engine, the simulator and the unit tests only (no QEMU).
+sim: $(BUILD)/.configured
+	ninja -C $(BUILD)
+
+# scripts/: vm-exec's command forms, sweeps on Dask, the live view's arithmetic and plots,
+# the simulator's --fit.  They need the simulator and build/venv, not QEMU.
+check-scripts: sim
+	$(PYTEST) -q tests/scripts
 
 check-guest: all guest
 	$(PYTEST) -q tests/guest

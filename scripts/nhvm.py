@@ -12,6 +12,8 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUEST_DIR = os.path.join(REPO, "build", "guest")
+# The files of a guest directory (guest-images/build writes them).
+GUEST_FILES = ("vmlinux", "initrd.img", "rootfs.ext4")
 
 # -icount shift=N makes each guest instruction take 2^N ns of virtual time.
 # 0 (a 1 GHz guest CPU) is the smallest step QEMU offers: guest software
@@ -60,8 +62,6 @@ def add_common_options(ap):
                     help="extra QEMU arguments (shell-split), added last")
     ap.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
     ap.add_argument("--mem", default="1G", help="guest RAM (default 1G)")
-    ap.add_argument("--guest", default=os.environ.get("NVME_HYBRID_GUEST"), metavar="NAME",
-                    help="guest variant (guest-images/NAME, e.g. db) in build/guest-NAME")
     ap.add_argument("--share", metavar="DIR",
                     help="host directory mounted at /mnt/share in the guest")
     ap.add_argument("--qmp", metavar="PATH",
@@ -70,6 +70,18 @@ def add_common_options(ap):
     ap.add_argument("--qemu-binary", metavar="PATH",
                     help="QEMU to run (default: $NVME_HYBRID_QEMU, else "
                          "build/qemu-system-x86_64)")
+    ap.add_argument("--guest", default=os.environ.get("NVME_HYBRID_GUEST"),
+                    metavar="NAME|DIR",
+                    help="the guest: a variant NAME (guest-images/build --variant NAME, e.g. "
+                         "db, built or refreshed into build/guest-NAME) or, when the value "
+                         "has a '/', an already built guest directory (vmlinux, initrd.img, "
+                         "rootfs.ext4) used as it is (default: $NVME_HYBRID_GUEST, else the "
+                         "default guest in build/guest)")
+    ap.add_argument("--watch", nargs="?", const="", metavar="NHTOP-OPTIONS",
+                    help="open the live view (scripts/nhtop) beside the guest: in a new tmux "
+                         "pane when running inside tmux, else the command that opens it in "
+                         "another terminal is printed; the optional value is more nhtop "
+                         "options, e.g. --watch='--record run.jsonl'")
     # Developer switch: QEMU's own "nvme" instead of ours, for comparisons
     # and for working on the guest side while the device is unfinished.
     ap.add_argument("--nvme-model", default="nvme-hybrid", help=argparse.SUPPRESS)
@@ -85,12 +97,21 @@ def qemu_binary(opts):
     raise Error("no QEMU binary: run ./configure && make, or pass --qemu-binary")
 
 
-def ensure_guest(variant=None):
-    """Build (or fetch from the cache) the guest image; quick when current.
-    Its progress goes to stderr: stdout belongs to the guest command."""
-    out = GUEST_DIR + ("-" + variant if variant else "")
+def ensure_guest(opts=None):
+    """The guest directory for --guest (or $NVME_HYBRID_GUEST): a directory as it
+    is, or a variant built (or fetched from the cache) into build/guest-NAME; the
+    default guest in build/guest without one.  Quick when current.  Build
+    progress goes to stderr: stdout belongs to the guest command."""
+    given = (opts and getattr(opts, "guest", None)) or os.environ.get("NVME_HYBRID_GUEST")
+    if given and "/" in given:
+        missing = [f for f in GUEST_FILES if not os.path.isfile(os.path.join(given, f))]
+        if missing:
+            raise Error("%s is not a guest directory (no %s); build one with "
+                        "guest-images/build DIR" % (given, ", ".join(missing)))
+        return os.path.abspath(given)
+    out = GUEST_DIR + ("-" + given if given else "")
     r = subprocess.run([os.path.join(REPO, "guest-images", "build")]
-                       + (["--variant", variant] if variant else []) + [out], stdout=sys.stderr)
+                       + (["--variant", given] if given else []) + [out], stdout=sys.stderr)
     if r.returncode != 0:
         raise Error("building the guest image failed")
     return out
@@ -120,6 +141,45 @@ def prepare_disk(path, size, fmt, qemu):
         if r.returncode != 0:
             raise Error("qemu-img could not create %s" % path)
     return fmt
+
+
+def guest_command(argv):
+    """The shell command line the guest runs (sh -c) for vm-exec's COMMAND
+    words: one word is a shell string, used as it is (pipes, ;, $(...) work);
+    several words are an argv, each quoted for the shell, as docker exec and
+    kubectl exec take them."""
+    if not argv:
+        raise Error("no command")
+    if len(argv) == 1:
+        return argv[0]
+    return shlex.join(argv)
+
+
+def watch_qemu_args(opts, run_dir):
+    """--watch: the QEMU arguments of a QMP socket of the view's own (a QMP socket serves
+    one client at a time, and --qmp is the user's); [] without --watch."""
+    if opts.watch is None:
+        return []
+    opts.watch_socket = os.path.join(run_dir, "watch.qmp")
+    return ["-qmp", "unix:%s,server=on,wait=off" % qemu_opt(opts.watch_socket)]
+
+
+def start_watch(opts, prog):
+    """--watch: open scripts/nhtop on the socket of watch_qemu_args() in a tmux pane beside
+    this one (focus stays here), or say how to open it elsewhere."""
+    if opts.watch is None:
+        return
+    cmd = [os.path.join(REPO, "scripts", "nhtop"), "--qmp", opts.watch_socket]
+    try:
+        cmd += shlex.split(opts.watch)
+    except ValueError as e:
+        raise Error("--watch: %s" % e)
+    if os.environ.get("TMUX") and shutil.which("tmux"):
+        r = subprocess.run(["tmux", "split-window", "-d", "-h", shlex.join(cmd)])
+        if r.returncode == 0:
+            return
+    print("%s: --watch: not inside tmux; open the live view in another terminal with\n    %s"
+          % (prog, shlex.join(cmd)), file=sys.stderr, flush=True)
 
 
 def qemu_opt(value):

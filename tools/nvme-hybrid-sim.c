@@ -20,6 +20,7 @@
 #include <json-glib/json-glib.h>
 
 #include "engine.h"
+#include "fit.h"
 #include "nh-heap.h"
 #include "precondition.h"
 #include "trace.h"
@@ -28,6 +29,7 @@ static char *opt_device = NULL;
 static char *opt_trace = NULL;
 static char *opt_format = NULL;
 static char *opt_capacity = NULL;
+static char *opt_fit = NULL;
 static gboolean opt_json = FALSE;
 static gboolean opt_skip_bad = FALSE;
 static gboolean opt_no_drain = FALSE;
@@ -36,6 +38,8 @@ static gboolean opt_list_keys = FALSE;
 static gdouble opt_fill = 0;
 static gint opt_qd = 0;
 static gint64 opt_limit = 0;
+/* --fit: where each request of the trace lands in the capacity (NULL: where the trace says) */
+static NhFit *fit = NULL;
 
 static GOptionEntry entries[] = {
     { "device", 'd', 0, G_OPTION_ARG_STRING, &opt_device,
@@ -51,6 +55,9 @@ static GOptionEntry entries[] = {
     { "capacity", 'c', 0, G_OPTION_ARG_STRING, &opt_capacity,
       "logical space in bytes, K/M/G/T suffixes (default: what the trace touches, rounded up "
       "to a GiB)", "SIZE" },
+    { "fit", 0, 0, G_OPTION_ARG_STRING, &opt_fit,
+      "fit the trace into the capacity: compact (touched extents laid out densely, in order) "
+      "or modulo (addresses folded into --capacity); see docs/simulator.md", "MODE" },
     { "fill", 0, 0, G_OPTION_ARG_DOUBLE, &opt_fill,
       "precondition: write this fraction (0..1) of the space sequentially, then overwrite it "
       "randomly until GC is in steady state; statistics count the trace only", "FRACTION" },
@@ -153,6 +160,12 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
            I(lw, "p99") / 1e3, I(lw, "max") / 1e3);
 #undef I
     g_object_unref(p);
+    if (fit) {
+        char *line = nh_fit_summary(fit);
+
+        printf("fit         %s\n", line);
+        g_free(line);
+    }
 }
 
 /* A request and its place in the trace: --sort orders by time, then place (a stable sort). */
@@ -191,6 +204,9 @@ static bool first_pass(NhTrace *tr, Scan *sc, GError **errp)
     }
     while ((!opt_limit || sc->nreq < (uint64_t)opt_limit) && nh_trace_next(tr, &rec, errp) > 0) {
         sc->max_end = MAX(sc->max_end, rec.offset + rec.length);
+        if (fit) {
+            nh_fit_add(fit, rec.offset, rec.length);
+        }
         sc->backwards += sc->nreq && rec.time_ns < prev;
         prev = rec.time_ns;
         if (sc->sorted) {
@@ -344,6 +360,10 @@ static bool replay(NhEngine *eng, NhTrace *tr, const GArray *sorted, uint64_t nr
         NhRequest req = { .op = rec.op, .offset = rec.offset, .length = rec.length };
         uint64_t done;
 
+        if (fit) {
+            req.offset = nh_fit_map(fit, rec.offset, rec.length);
+        }
+
         if (opt_qd) {
             slot = inflight.n;
             if (inflight.n == (uint32_t)opt_qd) {
@@ -376,6 +396,30 @@ static bool replay(NhEngine *eng, NhTrace *tr, const GArray *sorted, uint64_t nr
     g_free(inflight.done);
     g_free(inflight.heap);
     return ok && !*errp;     /* a read error of the trace ends the loop with *errp set */
+}
+
+static NhFit *fit_new(uint32_t page_size, GError **errp)
+{
+    NhFitMode mode;
+
+    return nh_fit_parse_mode(opt_fit, &mode, errp) ? nh_fit_new(mode, page_size) : NULL;
+}
+
+/* --fit: the statistics document gains a fit member; the summary goes to stderr and, in the
+ * table, a line of its own. */
+static char *add_fit(char *stats)
+{
+    char *with_fit, *line;
+
+    if (!fit) {
+        return stats;
+    }
+    with_fit = nh_fit_add_to_json(fit, stats, opt_json);
+    line = nh_fit_summary(fit);
+    fprintf(stderr, "nvme-hybrid-sim: --fit %s\n", line);
+    g_free(line);
+    g_free(stats);
+    return with_fit;
 }
 
 int main(int argc, char **argv)
@@ -414,6 +458,9 @@ int main(int argc, char **argv)
     if (!nh_config_parse(&cfg, opt_device, &err)) {
         return fail(err);
     }
+    if (opt_fit && !(fit = fit_new(cfg.page_size, &err))) {
+        return fail(err);
+    }
     tr = nh_trace_open(opt_trace, opt_format, &err);
     if (!tr) {
         return fail(err);
@@ -436,6 +483,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "nvme-hybrid-sim: skipped %" G_GUINT64_FORMAT " malformed lines "
                 "(first: %s)\n", nbad, first_bad);
     }
+    if (fit && !nh_fit_finish(fit, &capacity, &err)) {
+        return fail(err);
+    }
     if (!capacity) {
         capacity = MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
     }
@@ -456,6 +506,7 @@ int main(int argc, char **argv)
     }
     stats = nh_engine_stats_json(eng, opt_json);
     warn_unwritten(stats);
+    stats = add_fit(stats);
     if (opt_json) {
         printf("%s\n", stats);
     } else {
@@ -468,6 +519,7 @@ int main(int argc, char **argv)
     g_free(stats);
     g_free(first_bad);
     nh_trace_close(tr);
+    nh_fit_free(fit);
     nh_engine_free(eng);
     if (scan.sorted) {
         g_array_free(scan.sorted, TRUE);

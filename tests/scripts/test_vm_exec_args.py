@@ -1,0 +1,56 @@
+"""How vm-exec turns its COMMAND words into the guest's shell command line
+(nhvm.guest_command), without booting: the guest runs the result with sh -c,
+so the host's /bin/sh -c stands in for it here."""
+import subprocess
+
+import pytest
+
+from helpers import nhvm
+
+
+def guest_sh(words):
+    return subprocess.run(["sh", "-c", nhvm.guest_command(words)], capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_several_words_are_an_argv():
+    assert guest_sh(["sh", "-c", "echo a b"]) == "a b\n"
+    assert guest_sh(["printf", "[%s]\\n", "x  y", "$HOME", "a|b", "it's", ""]) == \
+        "[x  y]\n[$HOME]\n[a|b]\n[it's]\n[]\n"
+
+
+def test_one_word_is_a_shell_string():
+    assert guest_sh(["echo a b | tr ab AB; echo $((6 * 7))"]) == "A B\n42\n"
+    assert nhvm.guest_command(["x=1; echo $x"]) == "x=1; echo $x"
+
+
+def test_no_command():
+    with pytest.raises(nhvm.Error):
+        nhvm.guest_command([])
+
+
+def test_help_documents_both_forms():
+    out = subprocess.run([nhvm.os.path.join(nhvm.REPO, "scripts", "vm-exec"), "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "vm-exec -- sh -c 'echo a b'" in out
+    assert "a shell string" in out and "an argv" in out
+
+
+def test_watch_outside_tmux_says_how(tmp_path, monkeypatch, capsys):
+    """--watch gives QEMU a QMP socket of the view's own; outside tmux the command that opens
+    the view is printed (inside tmux it opens in a pane: tests/guest/test_live_view.py runs
+    the view itself)."""
+    monkeypatch.delenv("TMUX", raising=False)
+
+    class Opts:
+        watch = "--record run.jsonl"
+    opts = Opts()
+    args = nhvm.watch_qemu_args(opts, str(tmp_path))
+    sock = str(tmp_path / "watch.qmp")
+    assert args == ["-qmp", "unix:%s,server=on,wait=off" % sock]
+    nhvm.start_watch(opts, "vm-exec")
+    err = capsys.readouterr().err
+    assert "not inside tmux" in err
+    assert "scripts/nhtop --qmp %s --record run.jsonl" % sock in err
+    opts.watch = None
+    assert nhvm.watch_qemu_args(opts, str(tmp_path)) == []
