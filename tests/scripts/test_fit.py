@@ -16,7 +16,7 @@ from helpers import REPO, SIM
 pytestmark = pytest.mark.skipif(not os.access(SIM, os.X_OK), reason="no simulator")
 GIB = 1 << 30
 MIB = 1 << 20
-SHARED = os.path.join(REPO, "..", "shared", "traces")
+SHARED = os.path.join(REPO, "tests", "data", "traces")
 DATA = os.path.join(REPO, "tests", "data")
 
 

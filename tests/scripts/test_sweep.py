@@ -250,6 +250,5 @@ def test_compare_buffers_local_and_cluster(tmp_path, cluster):
         assert (d / "results.md").exists() and (d / "sweep.parquet").exists()
     assert out["local"] == out["cluster"]
     res = out["local"]["results"]
-    shared = os.path.exists(os.path.join(REPO, "..", "shared", "traces"))
-    assert len(res) == (8 if shared else 4) and not any("error" in r for r in res)
+    assert len(res) == 8 and not any("error" in r for r in res)
     assert {r["policy"] for r in res} == {"lru", "bplru"}

@@ -1,6 +1,6 @@
 /* Trace readers: samples of each format, malformed lines named by file and line, the real
- * traces in ../shared/traces (NH_TRACES), and the simulator binary (NH_SIM) on them.  meson test
- * sets both; without them the tests fail rather than skip. */
+ * traces copied into tests/data/traces (NH_TRACES), and the simulator binary (NH_SIM) on them.
+ * meson test sets both; without them the tests fail rather than skip. */
 #include "trace.h"
 #include "unit.h"
 
@@ -611,7 +611,7 @@ static void count_real(const char *name, const char *format, uint64_t expect)
     int rc;
 
     if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
-        g_error("%s not found: NH_TRACES must name the shared traces (../shared/traces)", path);
+        g_error("%s not found: NH_TRACES must name tests/data/traces", path);
     }
     t = nh_trace_open(path, format, &err);
     g_assert_no_error(err);
