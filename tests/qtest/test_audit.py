@@ -82,6 +82,24 @@ def submit_together(c, q, cmds):
     return cids
 
 
+def reopen_sq(c, q, cids):
+    """Delete I/O SQ `q` and create it again on the same CQ.  Completions
+    posted before the delete took effect stay in the CQ (latency=zero lets
+    commands finish before the admin command is fetched): a host reaps them
+    before it reuses the queue id, or it would take an old entry with the
+    same (SQ, CID) for a new command's.  Each must be one of `cids`."""
+    assert c.delete_sq(q.qid).ok
+    while (cqe := c.poll(q.cq)) is not None:
+        q.cq.done[(cqe.sqid, cqe.cid)] = cqe
+    stale = [k for k in q.cq.done if k[0] == q.qid]
+    assert all(cid in cids for _, cid in stale), f"completions for unknown CIDs: {stale}"
+    for k in stale:
+        assert q.cq.done.pop(k).ok
+    cqe, sq_addr = c.create_sq(q.qid, q.sq_size, q.cq.cqid)
+    assert cqe.ok, cqe
+    return nq.Queue(q.qid, sq_addr, q.sq_size, q.cq)
+
+
 def identify_cmd(c):
     return nq.sqe(nq.ADM_IDENTIFY, prp1=c.dma_buffer(nq.PAGE), cdw10=nq.CNS_CTRL)
 
@@ -146,13 +164,10 @@ def test_dsm_chain_cut_short(make, how):
     q = c.create_io_queue(1, 64)
     fill(c, q, 32)
     ranges = dsm_ranges(c, 256, 256)
-    c.submit(q, nq.sqe(nq.IO_DSM, nsid=1, prp1=ranges, prp2=ranges + nq.PAGE, cdw10=255,
-                       cdw11=4))
+    cid = c.submit(q, nq.sqe(nq.IO_DSM, nsid=1, prp1=ranges, prp2=ranges + nq.PAGE,
+                             cdw10=255, cdw11=4))
     if how == "delete-sq":
-        assert c.delete_sq(1).ok
-        cqe, sq_addr = c.create_sq(1, 64, 1)
-        assert cqe.ok, cqe
-        survives(vm, c, nq.Queue(1, sq_addr, 64, q.cq))
+        survives(vm, c, reopen_sq(c, q, [cid]))
     else:
         c.disable()
         c.enable()
@@ -169,12 +184,9 @@ def test_delete_sq_with_many_writes_in_flight(make):
     prp_list = c.vm.alloc(nq.PAGE)
     c.qt.memwrite(prp_list, struct.pack("<127Q", *(buf + (i + 1) * nq.PAGE
                                                    for i in range(127))))
-    submit_together(c, q, [rw_cmd(nq.IO_WRITE, i * 1024, 1024, buf, prp_list)
-                           for i in range(63)])
-    assert c.delete_sq(1).ok
-    cqe, sq_addr = c.create_sq(1, 64, 1)
-    assert cqe.ok, cqe
-    survives(vm, c, nq.Queue(1, sq_addr, 64, q.cq))
+    cids = submit_together(c, q, [rw_cmd(nq.IO_WRITE, i * 1024, 1024, buf, prp_list)
+                                  for i in range(63)])
+    survives(vm, c, reopen_sq(c, q, cids))
 
 
 def test_delete_sq_posts_no_completions(make):
