@@ -61,34 +61,104 @@ static int report_attach(nhwal *w)
     return 0;
 }
 
+/* Attach to ring @name if a pinned entry already holds it (a restart); 1 when there is none. */
+static int attach_existing(ba_dev *dev, const ba_info *info, const char *name,
+                           const char *entry)
+{
+    char err[512];
+    uint64_t off;
+    ba_info e;
+    nhwal w;
+
+    for (uint32_t i = 0; i < info->entries; i++) {
+        if (ba_entry_info(dev, i, &e) || e.state != BA_PINNED ||
+            nhwal_find(dev, name, &off, err, sizeof(err)) || off != e.offset) {
+            continue;
+        }
+        if (strcmp(entry, "auto") && (uint32_t)atoi(entry) != i) {
+            fprintf(stderr, "nhwal: ring '%s' is in entry %u, not %s\n", name, i, entry);
+            return -1;
+        }
+        printf("nhwal: ring '%s' found in entry %u (window offset %llu, %llu bytes)\n",
+               name, i, (unsigned long long)e.offset, (unsigned long long)e.length);
+        if (nhwal_attach_dev(&w, dev, name, err, sizeof(err))) {
+            fprintf(stderr, "nhwal: %s\n", err);
+            return -1;
+        }
+        return report_attach(&w);
+    }
+    return 1;
+}
+
+/* The entry --entry names (it must be free), or the first free one; exit status on failure. */
+static int pick_entry(ba_dev *dev, const ba_info *info, const char *name, const char *entry,
+                      int *eid)
+{
+    ba_info e;
+
+    if (!strcmp(entry, "auto")) {
+        for (uint32_t i = 0; i < info->entries; i++) {
+            if (ba_entry_info(dev, i, &e) == 0 && e.state == BA_FREE) {
+                *eid = i;
+                return 0;
+            }
+        }
+        fprintf(stderr, "nhwal: no free entry: all %u entries of the window are pinned "
+                "(`ba info` shows them)\n", info->entries);
+        return 1;
+    }
+    char *end;
+    long v = strtol(entry, &end, 0);
+    if (*end || v < 0 || (uint64_t)v >= info->entries) {
+        fprintf(stderr, "nhwal: --entry %s: the device has entries 0 to %u\n", entry,
+                info->entries - 1);
+        return 2;
+    }
+    ba_entry_info(dev, v, &e);
+    if (e.state == BA_PINNED) {
+        fprintf(stderr, "nhwal: entry %ld is in use by someone else (pinned: window "
+                "offset %llu, %llu bytes, LBAs %llu-%llu) and holds no ring '%s'\n", v,
+                (unsigned long long)e.offset, (unsigned long long)e.length,
+                (unsigned long long)e.slba, (unsigned long long)(e.slba + e.nlb - 1), name);
+        return 1;
+    }
+    *eid = v;
+    return 0;
+}
+
+/* The lowest 4 KiB-aligned window range of @size no pinned entry overlaps. */
+static uint64_t free_window_range(ba_dev *dev, const ba_info *info, uint64_t size)
+{
+    uint64_t off = 0;
+    ba_info e;
+
+    for (int moved = 1; moved;) {
+        moved = 0;
+        for (uint32_t i = 0; i < info->entries; i++) {
+            if (ba_entry_info(dev, i, &e) == 0 && e.state == BA_PINNED &&
+                off < e.offset + e.length && e.offset < off + size) {
+                off = (e.offset + e.length + 4095) & ~4095ull;
+                moved = 1;
+            }
+        }
+    }
+    return off;
+}
+
 static int cmd_init(ba_dev *dev, const char *name, const char *entry, uint64_t size, int64_t lba)
 {
-    ba_info info, e;
+    ba_info info;
     char err[512];
     uint64_t off;
     nhwal w;
     int eid = -1, ret;
 
-    if ((ret = ba_entry_info(dev, 0, &info))) {
+    if (ba_entry_info(dev, 0, &info)) {
         fprintf(stderr, "nhwal: %s\n", ba_error(dev));
         return 1;
     }
-    /* Already there? */
-    for (uint32_t i = 0; i < info.entries; i++) {
-        if (ba_entry_info(dev, i, &e) == 0 && e.state == BA_PINNED &&
-            nhwal_find(dev, name, &off, err, sizeof(err)) == 0 && off == e.offset) {
-            if (strcmp(entry, "auto") && (uint32_t)atoi(entry) != i) {
-                fprintf(stderr, "nhwal: ring '%s' is in entry %u, not %s\n", name, i, entry);
-                return 1;
-            }
-            printf("nhwal: ring '%s' found in entry %u (window offset %llu, %llu bytes)\n",
-                   name, i, (unsigned long long)e.offset, (unsigned long long)e.length);
-            if (nhwal_attach_dev(&w, dev, name, err, sizeof(err))) {
-                fprintf(stderr, "nhwal: %s\n", err);
-                return 1;
-            }
-            return report_attach(&w);
-        }
+    if ((ret = attach_existing(dev, &info, name, entry)) <= 0) {
+        return ret < 0 ? 1 : 0;
     }
     if (lba < 0) {
         fprintf(stderr, "nhwal: init needs --lba: the first LBA of a range outside any file "
@@ -105,55 +175,17 @@ static int cmd_init(ba_dev *dev, const char *name, const char *entry, uint64_t s
                 "bytes\n", (unsigned long long)info.window_size, (unsigned long long)size);
         return 1;
     }
-    if (strcmp(entry, "auto")) {
-        char *end;
-        long v = strtol(entry, &end, 0);
-        if (*end || v < 0 || (uint64_t)v >= info.entries) {
-            fprintf(stderr, "nhwal: --entry %s: the device has entries 0 to %u\n", entry,
-                    info.entries - 1);
-            return 2;
-        }
-        ba_entry_info(dev, v, &e);
-        if (e.state == BA_PINNED) {
-            fprintf(stderr, "nhwal: entry %ld is in use by someone else (pinned: window "
-                    "offset %llu, %llu bytes, LBAs %llu-%llu) and holds no ring '%s'\n", v,
-                    (unsigned long long)e.offset, (unsigned long long)e.length,
-                    (unsigned long long)e.slba, (unsigned long long)(e.slba + e.nlb - 1),
-                    name);
-            return 1;
-        }
-        eid = v;
-    } else {
-        for (uint32_t i = 0; i < info.entries && eid < 0; i++) {
-            if (ba_entry_info(dev, i, &e) == 0 && e.state == BA_FREE) {
-                eid = i;
-            }
-        }
-        if (eid < 0) {
-            fprintf(stderr, "nhwal: no free entry: all %u entries of the window are pinned "
-                    "(`ba info` shows them)\n", info.entries);
-            return 1;
-        }
+    if ((ret = pick_entry(dev, &info, name, entry, &eid))) {
+        return ret;
     }
-    /* The lowest 4 KiB-aligned window range no pinned entry overlaps. */
-    off = 0;
-    for (int moved = 1; moved;) {
-        moved = 0;
-        for (uint32_t i = 0; i < info.entries; i++) {
-            if (ba_entry_info(dev, i, &e) == 0 && e.state == BA_PINNED &&
-                off < e.offset + e.length && e.offset < off + size) {
-                off = (e.offset + e.length + 4095) & ~4095ull;
-                moved = 1;
-            }
-        }
-    }
+    off = free_window_range(dev, &info, size);
     if (off + size > info.window_size) {
         fprintf(stderr, "nhwal: the window (%llu bytes) has no free range of %llu bytes left "
                 "beside the pinned entries\n", (unsigned long long)info.window_size,
                 (unsigned long long)size);
         return 1;
     }
-    if ((ret = ba_pin(dev, eid, off, lba, size / info.lba_size))) {
+    if (ba_pin(dev, eid, off, lba, size / info.lba_size)) {
         fprintf(stderr, "nhwal: pinning entry %d: %s\n", eid, ba_error(dev));
         return 1;
     }

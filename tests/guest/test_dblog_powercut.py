@@ -98,7 +98,14 @@ sync
 } | $psql | while read -r word n; do
     [ "$word" = ack ] && echo $n >> /mnt/share/acked
 done
-nhwal status --name pg > /mnt/share/status.tmp
+# The ring may have just been flushed (by size, or by PostgreSQL's own file handling): commit
+# more, one at a time, until the power goes with acknowledged commits in the ring only.
+for i in $(seq %(commits)d $((%(commits)d + 50))); do
+    nhwal status --name pg > /mnt/share/status.tmp
+    grep -q "in the ring: [1-9]" /mnt/share/status.tmp && break
+    $psql -c "insert into acked values ($((i + 1)), repeat('p', 100))"
+    echo $((i + 1)) >> /mnt/share/acked
+done
 mv /mnt/share/status.tmp /mnt/share/ready
 sleep 600
 """
@@ -136,7 +143,7 @@ def test_postgres_commits_survive_sigkill(share, tmp_path, monkeypatch):
     check(status, out, "restart after the power loss")
     acked = {int(x) for x in (share / "acked").read_text().split()}
     present = {int(x) for x in (share / "present").read_text().split()}
-    assert acked == set(range(1, commits + 1))
+    assert acked == set(range(1, max(acked) + 1)) and max(acked) >= commits
     m = re.search(r"replayed ([0-9]+) records .* from ring 'pg'", out)
     assert m and int(m.group(1)) > 0, out
     missing = sorted(acked - present)
