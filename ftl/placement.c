@@ -132,26 +132,34 @@ static bool refuse(GError **errp, const char *key, const char *why, const NhConf
     return false;
 }
 
+/* The first of the NULL-terminated @keys set to other than its default, NULL if none. */
+static const char *first_set(const NhConfig *cfg, const char *const *keys)
+{
+    for (; *keys; keys++) {
+        char *v = nh_config_get(cfg, *keys);
+        bool set = strcmp(v, nh_config_find(*keys)->defval) != 0;
+        g_free(v);
+        if (set) {
+            return *keys;
+        }
+    }
+    return NULL;
+}
+
 bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp)
 {
+    static const char *const ds_only[] = { "stream-buffer", "dstream-memory",
+                                           "dstream-partitions", "dstream-timestamp", NULL };
     bool dstream = nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM;
-    const char *key = dstream ? "stream-map" : "streams";
+    const char *key = dstream ? "stream-map" : "streams", *set;
 
     if (!nh_placement_on(cfg)) {
         static const char *const only_on[] = { "physical-streams", "stream-buffer",
                                                "dstream-memory", "dstream-partitions",
-                                               "dstream-timestamp" };
-        for (size_t i = 0; i < G_N_ELEMENTS(only_on); i++) {
-            const NhConfigKey *k = nh_config_find(only_on[i]);
-            char *v = nh_config_get(cfg, only_on[i]);
-            bool set = strcmp(v, k->defval) != 0;
-            g_free(v);
-            if (set) {
-                return refuse(errp, only_on[i], "placement is off: set streams > 0 or "
+                                               "dstream-timestamp", NULL };
+        set = first_set(cfg, only_on);
+        return !set || refuse(errp, set, "placement is off: set streams > 0 or "
                               "stream-map=dstream", cfg);
-            }
-        }
-        return true;
     }
     if (!(features & NH_FTL_PLACEMENT)) {
         return refuse(errp, key, "this FTL has no per-stream write frontiers (only ftl=page "
@@ -166,18 +174,8 @@ bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp)
                       "modelled (one staging buffer for all streams)", cfg);
     }
     if (!dstream) {
-        static const char *const ds_only[] = { "stream-buffer", "dstream-memory",
-                                               "dstream-partitions", "dstream-timestamp" };
-        for (size_t i = 0; i < G_N_ELEMENTS(ds_only); i++) {
-            const NhConfigKey *k = nh_config_find(ds_only[i]);
-            char *v = nh_config_get(cfg, ds_only[i]);
-            bool set = strcmp(v, k->defval) != 0;
-            g_free(v);
-            if (set) {
-                return refuse(errp, ds_only[i], "only stream-map=dstream uses it", cfg);
-            }
-        }
-        return true;
+        set = first_set(cfg, ds_only);
+        return !set || refuse(errp, set, "only stream-map=dstream uses it", cfg);
     }
     return nh_dstream_check(cfg, features, errp);
 }
