@@ -379,6 +379,49 @@ static void test_resize(void)
     nh_engine_free(e);
 }
 
+/* DStream's memory budget: at every sampled timestamp the cache holds what k streams' buffers
+ * leave of dstream-memory, (16 KiB - k x 512) / 8 entries (1984 at k = 1, fewer than the 2048
+ * pages, so no cap applies); a skewed workload (a hot eighth of the space takes 80% of the
+ * writes) moves k. */
+static void test_budget(void)
+{
+    NhEngine *e = unit_engine("ftl=dftl,stream-map=dstream,stream-buffer=512,dstream-memory=16K,"
+                              "dstream-partitions=16,dstream-timestamp=64," SMALL, 8 * MIB);
+    uint64_t n = 8 * MIB / 4096, samples;
+    GRand *r = g_rand_new_with_seed(7);
+    char *js;
+    GString *ks = g_string_new(NULL);
+
+    for (int i = 0; i < 30000; i++) {
+        bool hot = g_rand_int_range(r, 0, 10) < 8;
+        uint64_t lpn = hot ? g_rand_int_range(r, 0, (gint32)n / 8)
+                           : g_rand_int_range(r, (gint32)n / 8, (gint32)n);
+        io(e, NH_OP_WRITE, lpn, 1, 0);
+    }
+    unit_check(e);
+    js = nh_engine_stats_json(e, false);
+    samples = unit_json_uint(js, "ftl.placement.samples");
+    g_assert_cmpuint(samples, >, 10);
+    for (uint64_t i = 0; i < samples; i++) {
+        char *kp = g_strdup_printf("ftl.placement.k_series.%" G_GUINT64_FORMAT, i);
+        char *cp = g_strdup_printf("ftl.placement.cmt_series.%" G_GUINT64_FORMAT, i);
+        uint64_t k = unit_json_uint(js, kp);
+        g_assert_cmpuint(k, >=, 1);
+        g_assert_cmpuint(k, <=, 16);
+        g_assert_cmpuint(unit_json_uint(js, cp), ==, (16 * 1024 - k * 512) / 8);
+        g_string_append_printf(ks, " %" G_GUINT64_FORMAT, k);
+        g_free(kp);
+        g_free(cp);
+    }
+    g_test_message("k per sample (stride %" G_GUINT64_FORMAT "):%s",
+                   unit_json_uint(js, "ftl.placement.sample_stride"), ks->str);
+    g_assert_cmpuint(unit_json_uint(js, "ftl.placement.k_changes"), >, 0);
+    g_string_free(ks, TRUE);
+    g_free(js);
+    g_rand_free(r);
+    nh_engine_free(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -389,5 +432,6 @@ int main(int argc, char **argv)
     g_test_add_func("/placement/refusals", test_refusals);
     g_test_add_func("/placement/kmeans", test_kmeans);
     g_test_add_func("/placement/resize", test_resize);
+    g_test_add_func("/placement/budget", test_budget);
     return g_test_run();
 }
