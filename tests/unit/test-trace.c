@@ -585,6 +585,37 @@ static void test_sim_unwritten(void)
     g_free(p);
 }
 
+/* Tagged mqsim lines reach the engine: with streams=2 each tag's pages are counted on its
+ * physical stream (reads carry none); without streams the first tagged write stops the run with
+ * the engine's error naming the key; untagged lines replay as before. */
+static void test_sim_streams(void)
+{
+    char *p = write_tmp("0 0 0 8 0 1\n1000 0 8 16 0 2\n2000 0 0 8 1 2\n3000 0 64 8 0\n");
+    char *args[] = { "--trace", p, "--format", "mqsim", "--json", "--device", "streams=2",
+                     NULL };
+    char *errs = NULL, *out;
+    int status;
+
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_cmpuint(unit_json_uint(out, "ftl.placement.host_pages.0"), ==, 1);
+    g_assert_cmpuint(unit_json_uint(out, "ftl.placement.host_pages.1"), ==, 1);
+    g_assert_cmpuint(unit_json_uint(out, "ftl.placement.host_pages.2"), ==, 2);
+    g_assert_cmpuint(unit_json_uint(out, "ftl.placement.open_streams"), ==, 2);
+    g_free(out);
+    g_free(errs);
+
+    args[5] = NULL;
+    out = run_sim(args, &status, &errs);
+    g_assert_false(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, "stream 1 is above the 0 host streams the device accepts "
+                                  "(streams)"));
+    g_free(out);
+    g_free(errs);
+    g_unlink(p);
+    g_free(p);
+}
+
 /* --fill ends in steady state with background GC done: a short trace after it pays no GC
  * backlog.  Before, 1,000 random 4K writes after --fill 0.9 of 32 GiB on page gave WAF 54.7
  * (303 victims, 53,691 copies that the fill owed); now 1. */
@@ -683,6 +714,7 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/fio", test_fio);
     g_test_add_func("/trace/malformed", test_malformed);
     g_test_add_func("/trace/mqsim-stream", test_mqsim_stream);
+    g_test_add_func("/trace/sim/streams", test_sim_streams);
     g_test_add_func("/trace/skip-bad", test_skip_bad);
     g_test_add_func("/trace/sim/samples", test_sim_samples);
     g_test_add_func("/trace/sim/options", test_sim_options);
