@@ -7,6 +7,7 @@
  */
 #include "config.h"
 #include "ftl.h"
+#include "placement.h"
 #include "nand.h"
 #include "buffer.h"
 
@@ -149,6 +150,7 @@ static const KeyList *all_keys(void)
         for (size_t i = 0; nh_ftl_names[i]; i++) {
             append_keys(a, nh_ftl_find(nh_ftl_names[i])->keys, SIZE_MAX, &slot);
         }
+        append_keys(a, nh_placement_keys, SIZE_MAX, &slot);
         append_keys(a, memory_keys, G_N_ELEMENTS(memory_keys), NULL);
         for (size_t i = 0; nh_buf_names[i]; i++) {
             const NhBufPolicy *pol = nh_buf_find(nh_buf_names[i]);
@@ -623,7 +625,7 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
                     cfg->ftl);
         return false;
     }
-    if (!nh_buf_config_check(cfg, errp)) {
+    if (!nh_buf_config_check(cfg, errp) || !nh_placement_check(cfg, features, errp)) {
         return false;
     }
     if (!ftl) {

@@ -7,6 +7,7 @@
 
 #include "engine.h"
 #include "ftl.h"
+#include "placement.h"
 #include "nand.h"
 #include "stats.h"
 #include "buffer.h"

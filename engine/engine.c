@@ -176,6 +176,7 @@ NhFtlEnv nh_engine_ftl_env(NhEngine *eng)
         .stats = &eng->stats,
         .lpages = eng->lpages,
         .counters = nh_stats_policy_counters(&eng->stats, eng->ops->counters),
+        .placement = nh_stats_policy_counters(&eng->stats, nh_placement_counters),
     };
 }
 
@@ -253,7 +254,25 @@ static bool check_range(const NhEngine *eng, const NhRequest *req, GError **errp
                     req->offset, req->length, eng->capacity);
         return false;
     }
+    if (req->stream > nh_engine_stream_limit(eng)) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE,
+                    "stream %u is above the %u host streams the device accepts (streams)",
+                    req->stream, nh_engine_stream_limit(eng));
+        return false;
+    }
     return true;
+}
+
+uint32_t nh_engine_stream_limit(const NhEngine *eng)
+{
+    return eng->ops->features & NH_FTL_PLACEMENT ? nh_placement_host_streams(&eng->cfg) : 0;
+}
+
+void nh_engine_stream_release(NhEngine *eng, uint16_t id)
+{
+    if (id && id <= nh_engine_stream_limit(eng)) {
+        eng->ops->stream_release(eng->ftl, id);
+    }
 }
 
 /* Write the pages of [offset, offset+length), which the caller has checked, through the write

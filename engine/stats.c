@@ -219,6 +219,7 @@ const NhStatsEntry *nh_stats_table(size_t *n)
         for (size_t i = 0; nh_ftl_names[i]; i++) {
             append_policy(a, nh_ftl_find(nh_ftl_names[i])->counters, NULL, &slot);
         }
+        append_policy(a, nh_placement_counters, NULL, &slot);
         append_entries(a, memory_stats, G_N_ELEMENTS(memory_stats));
         for (size_t i = 0; nh_buf_names[i]; i++) {
             const NhBufPolicy *pol = nh_buf_find(nh_buf_names[i]);

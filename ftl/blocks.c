@@ -91,11 +91,12 @@ static void note_free_space(NhBlocks *b, NhPlane *p)
     }
 }
 
-static uint32_t open_block(NhBlocks *b, NhPlane *p, uint8_t kind)
+static uint32_t open_block(NhBlocks *b, NhPlane *p, uint8_t kind, uint32_t front)
 {
     uint32_t blk = heap_pop(b, p);
     b->blk[blk].state = NH_BLK_OPEN;
     b->blk[blk].kind = kind;
+    b->blk[blk].front = (uint8_t)front;
     b->blk[blk].wp = 0;
     b->blk[blk].valid = 0;
     note_free_space(b, p);
@@ -113,7 +114,7 @@ static uint32_t take_page(NhBlocks *b, NhPlane *p, uint32_t front)
         if (p->open[front] != NH_NONE) {
             close_block(b, p->open[front]);
         }
-        p->open[front] = open_block(b, p, b->s.front_kind[front]);
+        p->open[front] = open_block(b, p, b->s.front_kind[front], front);
     }
     return p->open[front] * b->pages + b->blk[p->open[front]].wp++;
 }
@@ -193,6 +194,9 @@ static uint64_t relocate(NhBlocks *b, uint32_t blk, uint64_t *copies)
             b->moves[n++] = (NhMove){ owner1 - 1, dst };
             (*copies)++;
         }
+    }
+    if (n && b->s.stream_copies && copies == &b->st->ftl_gc_page_copies) {
+        b->s.stream_copies[b->s.front_stream[b->blk[blk].front]] += n;
     }
     if (n) {
         t = b->s.moved(b->s.ctx, kind, pu, b->moves, n, done);
@@ -478,7 +482,8 @@ void nh_blocks_save(const NhBlocks *b, GByteArray *o)
     for (uint64_t k = 0; k < nblocks; k++) {
         if (b->blk[k].state != NH_BLK_FREE) {
             nh_put32(o, (uint32_t)k);
-            nh_put32(o, b->blk[k].state | (uint32_t)b->blk[k].kind << 8);
+            nh_put32(o, b->blk[k].state | (uint32_t)b->blk[k].kind << 8 |
+                        (uint32_t)b->blk[k].front << 16);
             nh_put32(o, b->blk[k].wp);
             count++;
         }
@@ -505,18 +510,20 @@ bool nh_blocks_load(NhBlocks *b, NhReader *r, GError **errp)
         return nh_blocks_corrupt(b, errp, "block count");
     }
     for (uint64_t i = 0; i < n; i++) {
-        uint32_t k, state, wp, kind;
+        uint32_t k, state, wp, kind, front;
         if (!nh_get32(r, &k) || !nh_get32(r, &state) || !nh_get32(r, &wp)) {
             return nh_blocks_corrupt(b, errp, "truncated block list");
         }
-        kind = state >> 8;
+        front = state >> 16;
+        kind = (state >> 8) & 0xff;
         state &= 0xff;
         if (k >= nblocks || (state != NH_BLK_OPEN && state != NH_BLK_CLOSED) || wp > b->pages ||
-            kind >= NH_MAX_KIND) {
+            kind >= NH_MAX_KIND || front >= b->s.nfront) {
             return nh_blocks_corrupt(b, errp, "block entry out of range");
         }
         b->blk[k].state = (uint8_t)state;
         b->blk[k].kind = (uint8_t)kind;
+        b->blk[k].front = (uint8_t)front;
         b->blk[k].wp = wp;
         b->nand->next_page[k] = wp;
     }
@@ -526,6 +533,9 @@ bool nh_blocks_load(NhBlocks *b, NhReader *r, GError **errp)
             if (o != NH_NONE && (b->blk[o].state != NH_BLK_OPEN ||
                                  b->blk[o].kind != b->s.front_kind[f])) {
                 return nh_blocks_corrupt(b, errp, "open block not marked open");
+            }
+            if (o != NH_NONE) {
+                b->blk[o].front = (uint8_t)f;   /* images before placement did not say */
             }
         }
     }

@@ -26,7 +26,7 @@
 #include "record.h"
 
 #define NH_NONE UINT32_MAX
-#define NH_MAX_FRONT 4
+#define NH_MAX_FRONT 18     /* dftl's three and 15 more physical streams (placement.h) */
 #define NH_MAX_KIND 2
 #define NH_CHUNK_SHIFT 16   /* forward-map entries per bit of a "touched" map (used by save) */
 
@@ -39,6 +39,7 @@ typedef struct NhBlock {
     uint64_t mtime;         /* last program or invalidation, for cost-benefit */
     uint8_t  state;
     uint8_t  kind;          /* which forward map the owners of its pages belong to */
+    uint8_t  front;         /* the frontier that opened it */
 } NhBlock;
 
 typedef struct NhPlane {
@@ -66,6 +67,10 @@ typedef struct NhBlocksSpec {
     /* For the consistency check: ppn + 1 the forward map of @kind gives @owner, 0 if none. */
     uint32_t (*where)(void *ctx, uint8_t kind, uint32_t owner);
     void *ctx;
+    /* placement: GC copies out of a victim opened by frontier f are counted in
+     * stream_copies[front_stream[f]] (NULL: not counted) */
+    uint8_t   front_stream[NH_MAX_FRONT];
+    uint64_t *stream_copies;
 } NhBlocksSpec;
 
 typedef struct NhBlocks {

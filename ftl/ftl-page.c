@@ -7,6 +7,9 @@
  * writes and one for GC and wear-levelling copies, so relocated (colder) data does not mix with
  * new writes.  A host write never takes a plane's last free block: it is the GC reserve.
  *
+ * With placement (placement.h) each physical stream beyond the first has a host frontier of its
+ * own after these two; GC copies of every stream share the GC frontier.
+ *
  * Pages a request programs are issued to the NAND model as one batch, so that pages on the
  * same die, in different planes, at the same page offset become one multi-plane program (or
  * read).  With stripe-merge or one-shot, host pages are first staged (metadata only) and
@@ -15,6 +18,7 @@
  */
 #include "blocks.h"
 #include "mem.h"
+#include "placement.h"
 
 enum { FRONT_HOST, FRONT_GC, NFRONT };
 
@@ -42,6 +46,7 @@ typedef struct PageFtl {
     uint32_t  *l2p;
     uint64_t  *touched;     /* chunks of l2p ever mapped, for save */
     Stage      stage;
+    NhPlacement *pl;        /* NULL: placement off */
 } PageFtl;
 
 #define LPN_KEY(lpn) GSIZE_TO_POINTER((gsize)(lpn) + 1)
@@ -209,8 +214,10 @@ static uint64_t page_write(void *opaque, const NhFtlWrite *w, uint64_t now)
     f->b.now = now;
     nh_nand_batch_begin(f->b.nand);
     for (uint64_t i = 0; i < w->npages; i++) {
-        uint32_t ppn;
-        uint64_t t = nh_blocks_host_write(&f->b, f->l2p, w, i, FRONT_HOST, now, &ppn);
+        uint64_t lpn = w->lpn + i;
+        uint32_t ppn, front = f->pl ? nh_placement_front(f->pl, lpn, w->stream, f->l2p[lpn])
+                                    : FRONT_HOST;
+        uint64_t t = nh_blocks_host_write(&f->b, f->l2p, w, i, front, now, &ppn);
 
         done = t > done ? t : done;
         map(f, w->lpn + i, ppn);
@@ -268,6 +275,7 @@ static void page_destroy(void *opaque)
         return;
     }
     nh_blocks_destroy(&f->b);
+    nh_placement_free(f->pl);
     nh_lazy_free(f->l2p, f->env.lpages, sizeof(uint32_t));
     g_free(f->touched);
     g_free(f->stage.lpn);
@@ -277,18 +285,18 @@ static void page_destroy(void *opaque)
     g_free(f);
 }
 
-/* Two frontiers per plane and a reserve of one (see page_create). */
+/* Two frontiers per plane, one more per physical stream beyond the first, and a reserve of one
+ * (see page_create). */
 static uint32_t page_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
 {
-    return nh_blocks_min_spare(cfg, lpages, npu, NFRONT, 1);
+    return nh_blocks_min_spare(cfg, lpages, npu, NFRONT + nh_placement_max_streams(cfg) - 1, 1);
 }
 
 static void *page_create(const NhFtlEnv *env, GError **errp)
 {
     PageFtl *f = g_new0(PageFtl, 1);
     NhBlocksSpec spec = {
-        .nfront = NFRONT,
-        .front_kind = { 0, 0 },
+        .nfront = NFRONT + nh_placement_max_streams(env->cfg) - 1,
         .gc_front = { FRONT_GC },
         .reserve = 1,
         .live_pages = env->lpages,
@@ -298,6 +306,13 @@ static void *page_create(const NhFtlEnv *env, GError **errp)
     };
 
     f->env = *env;
+    f->pl = nh_placement_new(env, FRONT_HOST, NFRONT);
+    if (f->pl) {
+        for (uint32_t i = 0; i < spec.nfront; i++) {
+            spec.front_stream[i] = (uint8_t)nh_placement_stream_of(f->pl, i);
+        }
+        spec.stream_copies = env->placement + NH_PC_GC_COPIES;
+    }
     if (!nh_blocks_init(&f->b, env, &spec, errp)) {
         page_destroy(f);
         return NULL;
@@ -327,6 +342,9 @@ static void page_save(void *opaque, GByteArray *o)
     PageFtl *f = opaque;
     nh_blocks_save(&f->b, o);
     nh_map_save(o, f->l2p, f->touched, f->env.lpages);
+    if (f->pl) {
+        nh_placement_save(f->pl, o);
+    }
 }
 
 static bool page_load(void *opaque, const guint8 *data, size_t len, GError **errp)
@@ -337,6 +355,9 @@ static bool page_load(void *opaque, const guint8 *data, size_t len, GError **err
     if (!nh_blocks_load(&f->b, &r, errp) ||
         !nh_map_load(&f->b, &r, f->l2p, f->touched, f->env.lpages, 0, errp)) {
         return false;
+    }
+    if (f->pl && !nh_placement_load(f->pl, &r)) {
+        return nh_blocks_corrupt(&f->b, errp, "placement");
     }
     if (r.p != r.end) {
         return nh_blocks_corrupt(&f->b, errp, "trailing bytes");
@@ -365,8 +386,22 @@ static char *page_check(void *opaque)
     return err ? err : nh_blocks_check(&f->b);
 }
 
+static void page_stream_release(void *opaque, uint16_t id)
+{
+    PageFtl *f = opaque;
+    nh_placement_release(f->pl, id);
+}
+
+static int page_stream_of(void *opaque, uint64_t lpn)
+{
+    PageFtl *f = opaque;
+    return staged(f, lpn) ? -1 : nh_placement_page_stream(f->pl, &f->b, f->l2p[lpn]);
+}
+
 const NhFtlOps nh_ftl_page_ops = {
-    .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE,
+    .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE | NH_FTL_PLACEMENT,
+    .stream_release = page_stream_release,
+    .stream_of = page_stream_of,
     .name = "page",
     .create = page_create,
     .destroy = page_destroy,

@@ -28,6 +28,7 @@ typedef struct NhFtlEnv {
     NhStats  *stats;
     uint64_t  lpages;       /* logical pages in the space */
     uint64_t *counters;     /* the FTL's own counters, in the order of NhFtlOps.counters */
+    uint64_t *placement;    /* the placement counters (placement.h), for FTLs that place */
 } NhFtlEnv;
 
 typedef struct NhFtlWrite {
@@ -43,6 +44,8 @@ typedef struct NhFtlWrite {
 typedef enum NhFtlFeature {
     NH_FTL_ONE_SHOT     = 1u << 0,  /* stages a TLC word line's pages for one-shot programs */
     NH_FTL_STRIPE_MERGE = 1u << 1,  /* stages writes into full stripes (stripe-merge) */
+    NH_FTL_PLACEMENT    = 1u << 2,  /* places tagged writes on their own frontiers (streams) */
+    NH_FTL_CMT_RESIZE   = 1u << 3,  /* a mapping cache DStream resizes (dstream-memory) */
 } NhFtlFeature;
 
 typedef struct NhFtlOps {
@@ -77,6 +80,12 @@ typedef struct NhFtlOps {
      * pending?  A fact of the FTL any layer above may ask; NULL = the FTL has no log blocks
      * (answer: no) */
     bool (*in_log)(void *ftl, uint64_t lbn);
+    /* NH_FTL_PLACEMENT: the host released stream @id (nh_engine_stream_release) */
+    void (*stream_release)(void *ftl, uint16_t id);
+    /* NH_FTL_PLACEMENT: the physical stream whose frontier wrote the block holding @lpn's
+     * page (NH_STREAM_GC for the GC frontier's), -1 when unmapped or not on flash yet; for
+     * the tests' frontier invariants; -1 also when placement is off */
+    int (*stream_of)(void *ftl, uint64_t lpn);
 } NhFtlOps;
 
 /* NH_FTL_REGISTRY: X(name) for every FTL (nh-registry.h, generated from meson.build's list). */

@@ -40,7 +40,8 @@ typedef struct NhRequest {
     uint32_t flags;     /* NH_REQ_* */
     uint64_t offset;    /* bytes from the start of the logical space */
     uint64_t length;    /* bytes; 0 only for NH_OP_FLUSH */
-    uint16_t stream;    /* NVMe stream identifier, 0 = none */
+    uint16_t stream;    /* placement tag: 0 = untagged, 1..nh_engine_stream_limit() = the host's
+                         * stream identifier (FDP placement handles map onto the same tag) */
 } NhRequest;
 
 /*
@@ -68,10 +69,20 @@ uint64_t nh_engine_stripe_bytes(const NhEngine *eng);
 
 /*
  * Model @req arriving at @now; returns its completion time (>= now).  Fails only for a request
- * outside the logical space or malformed (zero length), leaving the model unchanged.
+ * outside the logical space, malformed (zero length) or with a stream above
+ * nh_engine_stream_limit(), leaving the model unchanged.
  */
 bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
                       GError **errp);
+
+/* How many host stream identifiers (1..n) NhRequest.stream may carry; 0 when placement is off or
+ * the FTL cannot place (a request with stream > limit is refused by nh_engine_submit with a
+ * GError). */
+uint32_t nh_engine_stream_limit(const NhEngine *eng);
+/* The host released stream @id (NVMe Streams Release Identifier / Release Resources): its
+ * logical stream ends; what the engine does with its frontier is documented in
+ * docs/placement.md.  An @id that is 0, above the limit or not open is ignored. */
+void nh_engine_stream_release(NhEngine *eng, uint16_t id);
 
 /*
  * Does the device have a volatile write cache (a write buffer with buffer-volatile in force)?

@@ -1,0 +1,363 @@
+/*
+ * placement.c - data placement for the page-mapped FTLs (contract in placement.h): the keys,
+ * the counters, fixed mapping of host tags onto physical streams, and the glue to DStream.
+ */
+#include "placement.h"
+#include "blocks.h"
+#include "dstream.h"
+
+#include <string.h>
+
+static const char *const map_names[] = { "fixed", "dstream", NULL };
+
+const NhConfigKey nh_placement_keys[] = {
+    { "streams", NH_KEY_UINT, 0, 0, "0", 0, 65535, NULL, false,
+      "placement: host stream identifiers a write may carry (1..n); 0 = untagged writes only "
+      "(placement off unless stream-map=dstream); ftl=page or dftl" },
+    { "stream-map", NH_KEY_ENUM, 0, 0, "fixed", 0, 0, map_names, false,
+      "placement: how tags map to physical streams: fixed (tag t on stream 1 + (t - 1) mod "
+      "(physical-streams - 1), untagged on stream 0) or dstream (seed 003: logical streams "
+      "clustered by update count, k adaptive)" },
+    { "physical-streams", NH_KEY_UINT, 0, 0, "auto", 1, NH_MAX_STREAMS, NULL, true,
+      "placement: physical streams (write frontiers); fixed: exactly this many (auto: streams "
+      "+ 1, at most 16); dstream: k at most (auto: 16)" },
+    { "stream-buffer", NH_KEY_SIZE, 0, 0, "auto", 512, 1ull << 30, NULL, true,
+      "dstream: device memory one open physical stream's write buffer takes (auto: seed 003's "
+      "channels x ways x dies x planes x 2 pages x page-size x bits per cell)" },
+    { "dstream-memory", NH_KEY_SIZE, 0, 0, "auto", 0, 1ull << 40, NULL, true,
+      "dstream with ftl=dftl: device memory shared by the stream buffers and the mapping cache, "
+      "which gets what k streams leave (auto: cmt-size + physical-streams x stream-buffer)" },
+    { "dstream-partitions", NH_KEY_UINT, 0, 0, "200", 1, 4096, NULL, false,
+      "dstream: logical streams of untagged writes, contiguous LBA partitions of equal size" },
+    { "dstream-timestamp", NH_KEY_UINT, 0, 0, "auto", 1, 1u << 30, NULL, true,
+      "dstream: host pages written between two clusterings (auto: pages, one block's worth)" },
+    { NULL },
+};
+
+static bool stream_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
+{
+    if (i >= nh_placement_max_streams(cfg) || !nh_placement_on(cfg)) {
+        return false;
+    }
+    g_snprintf(key, len, "%u", i);
+    return true;
+}
+
+static bool copies_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
+{
+    if (i == NH_STREAM_GC) {
+        g_snprintf(key, len, "gc");
+        return nh_placement_on(cfg);
+    }
+    return stream_key(cfg, i, key, len);
+}
+
+static bool series_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
+{
+    g_snprintf(key, len, "%u", i);
+    return nh_placement_on(cfg) && nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM;
+}
+
+const NhStat nh_placement_counters[] = {
+    { .path = "ftl.placement.host_pages", .kind = NH_STAT_ARRAY, .n = NH_MAX_STREAMS,
+      .element = stream_key },
+    { .path = "ftl.placement.gc_copies", .kind = NH_STAT_ARRAY, .n = NH_MAX_STREAMS + 1,
+      .element = copies_key },
+    { .path = "ftl.placement.open_streams" },
+    { .path = "ftl.placement.releases" },
+    { .path = "ftl.placement.k" },
+    { .path = "ftl.placement.k_changes" },
+    { .path = "ftl.placement.timestamps" },
+    { .path = "ftl.placement.cmt_entries" },
+    { .path = "ftl.placement.samples" },
+    { .path = "ftl.placement.sample_stride" },
+    { .path = "ftl.placement.k_series", .kind = NH_STAT_ARRAY, .n = NH_SERIES_MAX,
+      .element = series_key },
+    { .path = "ftl.placement.cmt_series", .kind = NH_STAT_ARRAY, .n = NH_SERIES_MAX,
+      .element = series_key },
+    { .path = NULL },
+};
+
+bool nh_placement_on(const NhConfig *cfg)
+{
+    return nh_config_uint(cfg, "streams") || nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM;
+}
+
+uint32_t nh_placement_host_streams(const NhConfig *cfg)
+{
+    return (uint32_t)nh_config_uint(cfg, "streams");
+}
+
+uint32_t nh_placement_max_streams(const NhConfig *cfg)
+{
+    uint32_t k = (uint32_t)nh_config_uint(cfg, "physical-streams");
+
+    if (!nh_placement_on(cfg)) {
+        return 1;
+    }
+    if (k) {
+        return k;
+    }
+    if (nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM) {
+        return NH_MAX_STREAMS;
+    }
+    return MIN(nh_placement_host_streams(cfg) + 1, NH_MAX_STREAMS);
+}
+
+static uint32_t bits_per_cell(NhCell cell)
+{
+    static const uint32_t bits[] = {
+        [NH_CELL_SLC] = 1, [NH_CELL_MLC] = 2, [NH_CELL_TLC] = 3, [NH_CELL_QLC] = 4,
+        [NH_CELL_ZNAND] = 1,
+    };
+    return bits[cell];
+}
+
+uint64_t nh_placement_stream_buffer(const NhConfig *cfg)
+{
+    uint64_t v = nh_config_uint(cfg, "stream-buffer");
+
+    if (v) {
+        return v;
+    }
+    /* seed 003: channels x ways x planes x logical pages (2) x page size x bits per cell */
+    return (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes * 2 * cfg->page_size *
+           bits_per_cell(cfg->cell);
+}
+
+static bool refuse(GError **errp, const char *key, const char *why, const NhConfig *cfg)
+{
+    g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: %s (ftl=%s, buffer=%s)", key, why,
+                cfg->ftl, cfg->buffer);
+    return false;
+}
+
+/* The first of the NULL-terminated @keys set to other than its default, NULL if none. */
+static const char *first_set(const NhConfig *cfg, const char *const *keys)
+{
+    for (; *keys; keys++) {
+        char *v = nh_config_get(cfg, *keys);
+        bool set = strcmp(v, nh_config_find(*keys)->defval) != 0;
+        g_free(v);
+        if (set) {
+            return *keys;
+        }
+    }
+    return NULL;
+}
+
+bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp)
+{
+    static const char *const ds_only[] = { "stream-buffer", "dstream-memory",
+                                           "dstream-partitions", "dstream-timestamp", NULL };
+    bool dstream = nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM;
+    const char *key = dstream ? "stream-map" : "streams", *set;
+
+    if (!nh_placement_on(cfg)) {
+        static const char *const only_on[] = { "physical-streams", "stream-buffer",
+                                               "dstream-memory", "dstream-partitions",
+                                               "dstream-timestamp", NULL };
+        set = first_set(cfg, only_on);
+        return !set || refuse(errp, set, "placement is off: set streams > 0 or "
+                              "stream-map=dstream", cfg);
+    }
+    if (!(features & NH_FTL_PLACEMENT)) {
+        return refuse(errp, key, "this FTL has no per-stream write frontiers (only ftl=page "
+                      "and ftl=dftl place)", cfg);
+    }
+    if (strcmp(cfg->buffer, "none") || cfg->cache_size) {
+        return refuse(errp, key, "placement with a write buffer or read cache is not modelled "
+                      "(its destages carry no tag): use buffer=none, cache-size=0", cfg);
+    }
+    if (cfg->stripe_merge == NH_ON || cfg->one_shot == NH_ON) {
+        return refuse(errp, key, "placement with stripe-merge or one-shot staging is not "
+                      "modelled (one staging buffer for all streams)", cfg);
+    }
+    if (!dstream) {
+        set = first_set(cfg, ds_only);
+        return !set || refuse(errp, set, "only stream-map=dstream uses it", cfg);
+    }
+    return nh_dstream_check(cfg, features, errp);
+}
+
+NhPlacement *nh_placement_new(const NhFtlEnv *env, uint32_t host_front, uint32_t first_front)
+{
+    NhPlacement *p;
+
+    if (!nh_placement_on(env->cfg)) {
+        return NULL;
+    }
+    p = g_new0(NhPlacement, 1);
+    p->nstreams = nh_placement_max_streams(env->cfg);
+    p->host_streams = nh_placement_host_streams(env->cfg);
+    p->host_front = host_front;
+    p->first_front = first_front;
+    p->ctr = env->placement;
+    p->open = g_new0(uint8_t, p->host_streams + 1);
+    if (nh_config_uint(env->cfg, "stream-map") == NH_MAP_DSTREAM) {
+        p->ds = nh_dstream_new(env->cfg, env->lpages, p->nstreams);
+    }
+    p->ctr[NH_PC_K] = nh_placement_k(p);
+    return p;
+}
+
+void nh_placement_free(NhPlacement *p)
+{
+    if (p) {
+        nh_dstream_free(p->ds);
+        g_free(p->open);
+        g_free(p);
+    }
+}
+
+uint32_t nh_placement_k(const NhPlacement *p)
+{
+    return p->ds ? nh_dstream_k(p->ds) : p->nstreams;
+}
+
+static uint32_t front_of_stream(const NhPlacement *p, uint32_t s)
+{
+    return s ? p->first_front + s - 1 : p->host_front;
+}
+
+uint32_t nh_placement_stream_of(const NhPlacement *p, uint32_t front)
+{
+    if (front == p->host_front) {
+        return 0;
+    }
+    if (front >= p->first_front && front < p->first_front + p->nstreams - 1) {
+        return front - p->first_front + 1;
+    }
+    return NH_STREAM_GC;
+}
+
+/* One sample per timestamp while NH_SERIES_MAX fit; then every other one is dropped and the
+ * stride doubles, so the series always spans the whole run. */
+static void sample(NhPlacement *p)
+{
+    uint64_t *c = p->ctr, ts = ++c[NH_PC_TIMESTAMPS];
+
+    c[NH_PC_STRIDE] = MAX(c[NH_PC_STRIDE], 1);
+    if ((ts - 1) % c[NH_PC_STRIDE]) {
+        return;
+    }
+    if (c[NH_PC_SAMPLES] == NH_SERIES_MAX) {
+        for (uint32_t i = 0; i < NH_SERIES_MAX / 2; i++) {
+            c[NH_PC_K_SERIES + i] = c[NH_PC_K_SERIES + 2 * i];
+            c[NH_PC_CMT_SERIES + i] = c[NH_PC_CMT_SERIES + 2 * i];
+        }
+        memset(&c[NH_PC_K_SERIES + NH_SERIES_MAX / 2], 0, sizeof(*c) * NH_SERIES_MAX / 2);
+        memset(&c[NH_PC_CMT_SERIES + NH_SERIES_MAX / 2], 0, sizeof(*c) * NH_SERIES_MAX / 2);
+        c[NH_PC_SAMPLES] /= 2;
+        c[NH_PC_STRIDE] *= 2;
+        if ((ts - 1) % c[NH_PC_STRIDE]) {
+            return;
+        }
+    }
+    c[NH_PC_K_SERIES + c[NH_PC_SAMPLES]] = c[NH_PC_K];
+    c[NH_PC_CMT_SERIES + c[NH_PC_SAMPLES]] = c[NH_PC_CMT_ENTRIES];
+    c[NH_PC_SAMPLES]++;
+}
+
+static uint32_t dstream_page(NhPlacement *p, uint64_t lpn, uint16_t tag, bool overwrite)
+{
+    uint32_t k = nh_dstream_k(p->ds);
+    bool ts;
+    uint32_t s = nh_dstream_page(p->ds, lpn, tag, overwrite, &ts);
+
+    if (!ts) {
+        return s;
+    }
+    p->ctr[NH_PC_K] = nh_dstream_k(p->ds);
+    if (p->ctr[NH_PC_K] != k) {
+        p->ctr[NH_PC_K_CHANGES]++;
+        if (p->k_changed) {
+            p->cmt_entries = p->k_changed(p->ctx, (uint32_t)p->ctr[NH_PC_K]);
+        }
+    }
+    p->ctr[NH_PC_CMT_ENTRIES] = p->cmt_entries;
+    sample(p);
+    return s;
+}
+
+uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool overwrite)
+{
+    uint32_t s;
+
+    if (tag && !p->open[tag]) {
+        p->open[tag] = 1;   /* implicitly opened by its first write */
+        p->nopen++;
+    }
+    p->ctr[NH_PC_OPEN] = p->nopen;
+    p->ctr[NH_PC_K] = nh_placement_k(p);
+    p->ctr[NH_PC_CMT_ENTRIES] = p->cmt_entries;
+    if (p->ds) {
+        s = dstream_page(p, lpn, tag, overwrite);
+    } else if (!tag || p->nstreams == 1) {
+        s = 0;
+    } else {
+        s = 1 + (tag - 1u) % (p->nstreams - 1);
+    }
+    p->ctr[NH_PC_HOST_PAGES + s]++;
+    return front_of_stream(p, s);
+}
+
+int nh_placement_page_stream(const NhPlacement *p, const NhBlocks *b, uint32_t ppn1)
+{
+    if (!ppn1 || !p) {
+        return -1;
+    }
+    return (int)nh_placement_stream_of(p, b->blk[(ppn1 - 1) / b->pages].front);
+}
+
+void nh_placement_release(NhPlacement *p, uint16_t id)
+{
+    if (!id || id > p->host_streams || !p->open[id]) {
+        return;
+    }
+    p->open[id] = 0;
+    p->nopen--;
+    p->ctr[NH_PC_OPEN] = p->nopen;
+    p->ctr[NH_PC_RELEASES]++;
+    if (p->ds) {
+        nh_dstream_release(p->ds, id);
+    }
+}
+
+/* Serialised form: the open flags as a bitmap of u32 words, then DStream's section. */
+void nh_placement_save(const NhPlacement *p, GByteArray *o)
+{
+    for (uint32_t i = 0; i <= p->host_streams; i += 32) {
+        uint32_t w = 0;
+        for (uint32_t j = 0; j < 32 && i + j <= p->host_streams; j++) {
+            w |= (uint32_t)p->open[i + j] << j;
+        }
+        nh_put32(o, w);
+    }
+    if (p->ds) {
+        nh_dstream_save(p->ds, o);
+    }
+}
+
+bool nh_placement_load(NhPlacement *p, NhReader *r)
+{
+    p->nopen = 0;
+    for (uint32_t i = 0; i <= p->host_streams; i += 32) {
+        uint32_t w;
+        if (!nh_get32(r, &w)) {
+            return false;
+        }
+        for (uint32_t j = 0; j < 32 && i + j <= p->host_streams; j++) {
+            p->open[i + j] = (w >> j) & 1;
+            p->nopen += p->open[i + j];
+        }
+    }
+    if (p->open[0]) {
+        return false;
+    }
+    if (p->ds && !nh_dstream_load(p->ds, r)) {
+        return false;
+    }
+    p->ctr[NH_PC_K] = nh_placement_k(p);
+    return true;
+}

@@ -1,0 +1,98 @@
+/*
+ * placement.h - data placement for the page-mapped FTLs (page, dftl): which physical stream (write
+ * frontier) a host page goes to, from its placement tag (NhFtlWrite.stream: 0 untagged, 1..n the
+ * host's stream identifier) and, with stream-map=dstream, from DStream's clustering of logical
+ * streams by update frequency (seed 003; dstream.c).  docs/placement.md has the rules.
+ *
+ * Contract:
+ *  - Placement is on when streams > 0 or stream-map=dstream; only FTLs with NH_FTL_PLACEMENT
+ *    accept it (nh_placement_check).  Off, nothing here is consulted and the FTLs behave as
+ *    before, bit for bit.
+ *  - Physical stream 0 is the FTL's own host frontier; physical stream s >= 1 is frontier
+ *    first_front + s - 1, which the FTL adds to its NhBlocksSpec (nh_placement_fronts).  GC
+ *    copies go to the FTL's one GC frontier, whatever stream the victim was written by.
+ *  - The placement keys and counters are shared by every FTL that places: they are listed once
+ *    (config.c, stats.c) after the FTLs' own.
+ */
+#ifndef NH_PLACEMENT_H
+#define NH_PLACEMENT_H
+
+#include "ftl.h"
+#include "record.h"
+
+#define NH_MAX_STREAMS 16           /* physical streams at most (seed 003's device) */
+#define NH_STREAM_GC NH_MAX_STREAMS /* element of gc_copies for blocks the GC frontier wrote */
+#define NH_SERIES_MAX 128           /* samples kept of each time series (docs/placement.md) */
+
+typedef enum NhStreamMap { NH_MAP_FIXED, NH_MAP_DSTREAM } NhStreamMap;
+
+extern const NhConfigKey nh_placement_keys[];
+extern const NhStat nh_placement_counters[];
+
+/* The placement counters, in the order of nh_placement_counters. */
+enum {
+    NH_PC_HOST_PAGES,                               /* [NH_MAX_STREAMS] */
+    NH_PC_GC_COPIES = NH_PC_HOST_PAGES + NH_MAX_STREAMS,    /* [NH_MAX_STREAMS + 1] */
+    NH_PC_OPEN = NH_PC_GC_COPIES + NH_MAX_STREAMS + 1,
+    NH_PC_RELEASES,
+    NH_PC_K,
+    NH_PC_K_CHANGES,
+    NH_PC_TIMESTAMPS,
+    NH_PC_CMT_ENTRIES,
+    NH_PC_SAMPLES,
+    NH_PC_STRIDE,
+    NH_PC_K_SERIES,                                 /* [NH_SERIES_MAX] */
+    NH_PC_CMT_SERIES = NH_PC_K_SERIES + NH_SERIES_MAX,  /* [NH_SERIES_MAX] */
+    NH_PC_SLOTS = NH_PC_CMT_SERIES + NH_SERIES_MAX,
+};
+
+bool nh_placement_on(const NhConfig *cfg);
+/* Physical streams the FTL must keep frontiers for: 1 when placement is off. */
+uint32_t nh_placement_max_streams(const NhConfig *cfg);
+/* Host stream identifiers accepted (the streams key; 0 when off). */
+uint32_t nh_placement_host_streams(const NhConfig *cfg);
+/* Bytes of device memory one open physical stream's write buffer takes (stream-buffer). */
+uint64_t nh_placement_stream_buffer(const NhConfig *cfg);
+/* Cross-key checks, with the chosen FTL's features; errors name the key. */
+bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp);
+
+typedef struct NhDstream NhDstream;
+
+typedef struct NhPlacement {
+    uint32_t  nstreams;     /* physical streams at most (frontiers) */
+    uint32_t  host_streams; /* host identifiers accepted */
+    uint32_t  first_front;  /* frontier of physical stream 1 */
+    uint32_t  host_front;   /* frontier of physical stream 0 */
+    uint64_t *ctr;          /* NH_PC_* */
+    uint8_t  *open;         /* [host_streams + 1] logical streams written since their release */
+    uint32_t  nopen;
+    NhDstream *ds;          /* stream-map=dstream; NULL for fixed */
+    /* told when DStream changes k: dftl resizes its mapping cache and returns its entries;
+     * NULL for an FTL without one */
+    uint64_t (*k_changed)(void *ctx, uint32_t k);
+    void     *ctx;
+    uint64_t  cmt_entries;  /* the mapping cache's capacity now, 0 without one */
+} NhPlacement;
+
+/* NULL when placement is off (the FTL then never calls the functions below). */
+NhPlacement *nh_placement_new(const NhFtlEnv *env, uint32_t host_front, uint32_t first_front);
+void nh_placement_free(NhPlacement *p);
+
+/* The frontier for page @lpn written with tag @tag; @overwrite: it held valid data (an update,
+ * DStream's valid-bitmap update count).  Counts the page. */
+uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool overwrite);
+/* The physical stream frontier @front serves, NH_STREAM_GC for any other (the GC frontier). */
+uint32_t nh_placement_stream_of(const NhPlacement *p, uint32_t front);
+void nh_placement_release(NhPlacement *p, uint16_t id);
+struct NhBlocks;
+/* The FTLs' stream_of hook: the stream of the block holding ppn @ppn1 - 1 of @b, -1 for
+ * @ppn1 = 0 or @p = NULL (placement off). */
+int nh_placement_page_stream(const NhPlacement *p, const struct NhBlocks *b, uint32_t ppn1);
+/* Physical streams in use now (k). */
+uint32_t nh_placement_k(const NhPlacement *p);
+
+/* State: open logical streams and DStream's clusters. */
+void nh_placement_save(const NhPlacement *p, GByteArray *o);
+bool nh_placement_load(NhPlacement *p, NhReader *r);
+
+#endif
