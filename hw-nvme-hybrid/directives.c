@@ -347,15 +347,23 @@ static uint16_t nhc_streams_allocate(NhcCtrl *n, NhcReq *req, NhcDirNs *ns)
     return NVME_SUCCESS;
 }
 
-uint16_t nhc_admin_directive_receive(NhcCtrl *n, NhcReq *req)
+/* DTYPE and (in *doper) DOPER of a Directive Send or Receive (CDW11), traced. */
+static uint8_t nhc_dir_decode(NhcReq *req, uint8_t *doper)
 {
     uint32_t dw11 = le32_to_cpu(req->cmd.cdw11);
-    uint8_t dtype = (dw11 >> 8) & 0xff, doper = dw11 & 0xff;
+
+    *doper = dw11 & 0xff;
+    trace_nhc_admin_directive(req->cmd.opcode, le32_to_cpu(req->cmd.nsid), (dw11 >> 8) & 0xff,
+                              *doper, le32_to_cpu(req->cmd.cdw12));
+    return (dw11 >> 8) & 0xff;
+}
+
+uint16_t nhc_admin_directive_receive(NhcCtrl *n, NhcReq *req)
+{
+    uint8_t doper, dtype = nhc_dir_decode(req, &doper);
     NhcDirNs *ns;
     uint16_t status;
 
-    trace_nhc_admin_directive(req->cmd.opcode, le32_to_cpu(req->cmd.nsid), dtype, doper,
-                              le32_to_cpu(req->cmd.cdw12));
     if (dtype == NHC_DIR_IDENTIFY) {
         return doper == NHC_DOPER_RETURN_PARAMS ? nhc_dir_identify_params(n, req) :
                NHC_DIR_ERR(req, NVME_INVALID_FIELD, "receive: operation not defined");
@@ -410,15 +418,36 @@ static uint16_t nhc_dir_enable(NhcCtrl *n, NhcReq *req)
     return NVME_SUCCESS;
 }
 
+/* Streams, Release Identifier (8.1.8.3.2.1): an identifier that is not open is not an error. */
+static uint16_t nhc_streams_release_id(NhcCtrl *n, NhcReq *req, NhcDirNs *ns)
+{
+    uint16_t id = le32_to_cpu(req->cmd.cdw11) >> 16;
+
+    for (uint16_t i = 0; i < ns->nso; i++) {
+        if (ns->open[i].id == id) {
+            nhc_stream_close(n, ns, i, "Release Identifier");
+            break;
+        }
+    }
+    return NVME_SUCCESS;
+}
+
+/* Streams, Release Resources (8.1.8.3.2.2): with no allocation, no action. */
+static uint16_t nhc_streams_release_resources(NhcCtrl *n, NhcDirNs *ns)
+{
+    if (ns->nsa) {
+        nhc_stream_close_all(n, ns, "Release Resources");
+        ns->nsa = 0;
+    }
+    return NVME_SUCCESS;
+}
+
 uint16_t nhc_admin_directive_send(NhcCtrl *n, NhcReq *req)
 {
-    uint32_t dw11 = le32_to_cpu(req->cmd.cdw11);
-    uint8_t dtype = (dw11 >> 8) & 0xff, doper = dw11 & 0xff;
+    uint8_t doper, dtype = nhc_dir_decode(req, &doper);
     NhcDirNs *ns;
-    uint16_t status, i;
+    uint16_t status;
 
-    trace_nhc_admin_directive(req->cmd.opcode, le32_to_cpu(req->cmd.nsid), dtype, doper,
-                              le32_to_cpu(req->cmd.cdw12));
     if (dtype == NHC_DIR_IDENTIFY) {
         return doper == NHC_DOPER_ENABLE ? nhc_dir_enable(n, req) :
                NHC_DIR_ERR(req, NVME_INVALID_FIELD, "send: operation not defined");
@@ -436,20 +465,6 @@ uint16_t nhc_admin_directive_send(NhcCtrl *n, NhcReq *req)
     if (!ns->enabled) {
         return NHC_DIR_ERR(req, NVME_INVALID_FIELD, "send: Streams not enabled");
     }
-    if (doper == NHC_DOPER_RELEASE_RES) {
-        /* with no exclusive resources: no action (8.1.8.3.2.2) */
-        if (ns->nsa) {
-            nhc_stream_close_all(n, ns, "Release Resources");
-            ns->nsa = 0;
-        }
-        return NVME_SUCCESS;
-    }
-    /* Release Identifier: an identifier that is not open is not an error (8.1.8.3.2.1) */
-    for (i = 0; i < ns->nso && ns->open[i].id != dw11 >> 16; i++) {
-        continue;
-    }
-    if (i < ns->nso) {
-        nhc_stream_close(n, ns, i, "Release Identifier");
-    }
-    return NVME_SUCCESS;
+    return doper == NHC_DOPER_RELEASE_ID ? nhc_streams_release_id(n, req, ns) :
+           nhc_streams_release_resources(n, ns);
 }
