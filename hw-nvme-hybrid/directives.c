@@ -30,6 +30,7 @@
 #define NHC_DOPER_RELEASE_ID        0x01    /* Send, Streams */
 #define NHC_DOPER_RELEASE_RES       0x02    /* Send, Streams */
 
+#define NHC_NAMESPACES              NHC_NSID    /* NSIDs 1..NHC_NSID (Identify NN) */
 #define NHC_DIR_IDENTIFY_SIZE       4096    /* Figure 601 */
 #define NHC_STREAMS_PARAMS_SIZE     32      /* Figure 608 */
 
@@ -51,7 +52,7 @@ struct NhcDirectives {
     uint16_t       msl;     /* Max Streams Limit; 0: Streams not supported */
     uint64_t       seq;     /* write sequence, for choosing the stream to release */
     unsigned long *tags;    /* engine tags held by open streams (bit tag - 1) */
-    NhcDirNs       ns[NHC_NSID];    /* indexed by NSID - 1 */
+    NhcDirNs       ns[NHC_NAMESPACES];  /* indexed by NSID - 1 */
 };
 
 /* An error path: its trace event (and -d guest_errors) says why; @status comes from NHC_ERR. */
@@ -72,7 +73,7 @@ void nhc_dir_realize(NhcCtrl *n)
 
     d->msl = MIN(nh_engine_stream_limit(n->engine), UINT16_MAX);
     d->tags = bitmap_new(MAX(d->msl, 1));
-    for (int i = 0; i < NHC_NSID; i++) {
+    for (int i = 0; i < NHC_NAMESPACES; i++) {
         d->ns[i].open = g_new0(NhcStream, MAX(d->msl, 1));
     }
     n->dir = d;
@@ -80,7 +81,7 @@ void nhc_dir_realize(NhcCtrl *n)
 
 void nhc_dir_free(NhcDirectives *d)
 {
-    for (int i = 0; i < NHC_NSID; i++) {
+    for (int i = 0; i < NHC_NAMESPACES; i++) {
         g_free(d->ns[i].open);
     }
     g_free(d->tags);
@@ -125,7 +126,7 @@ static uint16_t nhc_streams_nssa(NhcDirectives *d)
 {
     uint16_t nssa = d->msl;
 
-    for (int i = 0; i < NHC_NSID; i++) {
+    for (int i = 0; i < NHC_NAMESPACES; i++) {
         nssa -= d->ns[i].nsa;
     }
     return nssa;
@@ -176,7 +177,7 @@ static void nhc_streams_disable(NhcCtrl *n, NhcDirNs *ns, const char *why)
 /* Controller Level Reset: SDIRCLR is 0, the Streams state is not preserved. */
 void nhc_dir_reset(NhcCtrl *n)
 {
-    for (int i = 0; i < NHC_NSID; i++) {
+    for (int i = 0; i < NHC_NAMESPACES; i++) {
         nhc_streams_disable(n, &n->dir->ns[i], "controller reset");
     }
 }
@@ -189,7 +190,7 @@ void nhc_dir_reset(NhcCtrl *n)
  */
 uint16_t nhc_io_write_stream(NhcCtrl *n, NhcReq *req, uint16_t *tag)
 {
-    NhcDirNs *ns = &n->dir->ns[NHC_NSID - 1];
+    NhcDirNs *ns = &n->dir->ns[le32_to_cpu(req->cmd.nsid) - 1];    /* nhc_io_dispatch checked it */
     uint8_t dtype = (le32_to_cpu(req->cmd.cdw12) >> 20) & 0xf;
     uint16_t dspec = le32_to_cpu(req->cmd.cdw13) >> 16;
 
@@ -222,7 +223,7 @@ static uint16_t nhc_dir_ns(NhcCtrl *n, NhcReq *req, bool broadcast, NhcDirNs **n
         return broadcast ? NVME_SUCCESS :
                NHC_DIR_ERR(req, NVME_INVALID_FIELD, "NSID FFFFFFFFh not allowed here");
     }
-    if (nsid == 0 || nsid > NHC_NSID) {
+    if (nsid == 0 || nsid > NHC_NAMESPACES) {
         return NHC_DIR_ERR(req, NVME_INVALID_NSID, "no such namespace");
     }
     *ns = &n->dir->ns[nsid - 1];
@@ -232,7 +233,7 @@ static uint16_t nhc_dir_ns(NhcCtrl *n, NhcReq *req, bool broadcast, NhcDirNs **n
 /* The Streams directive is supported and enabled on @ns (on any namespace for NULL). */
 static bool nhc_streams_enabled(NhcDirectives *d, NhcDirNs *ns)
 {
-    for (int i = 0; !ns && i < NHC_NSID; i++) {
+    for (int i = 0; !ns && i < NHC_NAMESPACES; i++) {
         if (d->ns[i].enabled) {
             return true;
         }
@@ -285,7 +286,7 @@ static uint16_t nhc_streams_params(NhcCtrl *n, NhcReq *req, NhcDirNs *ns)
 
     stw_le_p(p, d->msl);
     stw_le_p(p + 2, nhc_streams_nssa(d));
-    for (int i = 0; i < NHC_NSID; i++) {
+    for (int i = 0; i < NHC_NAMESPACES; i++) {
         nsso += d->ns[i].nsa ? 0 : d->ns[i].nso;    /* open on NVM subsystem resources */
     }
     stw_le_p(p + 4, nsso);
@@ -311,7 +312,7 @@ static uint16_t nhc_streams_status(NhcCtrl *n, NhcReq *req, NhcDirNs *ns)
     g_autofree uint16_t *st = g_new0(uint16_t, 1 + n->dir->msl);
     uint16_t osc = 0;
 
-    for (int i = 0; i < NHC_NSID; i++) {
+    for (int i = 0; i < NHC_NAMESPACES; i++) {
         NhcDirNs *s = &n->dir->ns[i];
         if (s == ns || (!ns && !s->nsa)) {
             for (uint16_t j = 0; j < s->nso; j++) {
@@ -404,7 +405,7 @@ static uint16_t nhc_dir_enable(NhcCtrl *n, NhcReq *req)
     if (status) {
         return status;
     }
-    for (int i = 0; i < NHC_NSID; i++) {
+    for (int i = 0; i < NHC_NAMESPACES; i++) {
         NhcDirNs *s = &n->dir->ns[i];
         if (ns && s != ns) {
             continue;

@@ -447,12 +447,49 @@ def test_short_numd_transfers_numd_dwords(svm, dev, q, dtype, doper, size):
     assert_still_works(svm, dev)
 
 
-def test_numd_beyond_mdts_is_invalid_field(svm, dev):
+@pytest.mark.parametrize("numd", [(512 << 10) // 4, 0xFFFFFFFF])
+def test_numd_beyond_mdts_is_invalid_field(svm, dev, numd):
     """A transfer beyond MDTS (512 KiB) is Invalid Field in Command, as for
-    every other command with data."""
-    cqe, _ = recv(dev, DIR_IDENTIFY, OP_RETURN_PARAMS, 4096, numd=(512 << 10) // 4)
+    every other command with data; NUMD all ones does not wrap."""
+    cqe, _ = recv(dev, DIR_IDENTIFY, OP_RETURN_PARAMS, 4096, numd=numd)
     invalid_field(cqe, "NUMD beyond MDTS")
     assert_still_works(svm, dev)
+
+
+def test_error_paths_and_streams_are_traced(qemu_binary):
+    """Every refused directive has the trace event nhc_err_directive with
+    its reason; streams opening and closing are traced too."""
+    vm = nq.Vm(qemu_binary, MODEL, image_size=IMAGE_SIZE, serial=SERIAL,
+               device_props=f"streams={MSL}", extra_args=("-trace", "nhc_*"))
+    try:
+        dev = nq.Controller(vm)
+        dev.enable()
+        q = dev.create_io_queue(1, 16)
+        invalid_field(send(dev, DIR_STREAMS, OP_RELEASE_ID, dspec=1), "disabled")
+        assert enable(dev).ok
+        assert write(dev, q, 0, b"\x12" * 512, dtype=1, dspec=4).ok
+        invalid_field(write(dev, q, 0, b"\x12" * 512, dtype=2, dspec=4), "DTYPE 2")
+        assert send(dev, DIR_STREAMS, OP_RELEASE_ID, dspec=4).ok
+        log = vm.stderr_text()
+        for text in ("send: Streams not enabled", "write: DTYPE not supported or enabled",
+                     "nhc_stream_open stream 4 on engine stream 4",
+                     "nhc_stream_release stream 4 (engine stream 4): Release Identifier",
+                     "nhc_err_status nhc_admin_directive_send:"):
+            assert text in log, f"{text!r} not in QEMU's log"
+    finally:
+        vm.close()
+
+
+def test_get_status_broadcast_lists_unallocated_streams(dev, q):
+    """8.1.8.3.1.2: for FFFFFFFFh, the streams open on NVM subsystem
+    resources, i.e. in namespaces without an allocation."""
+    assert enable(dev).ok
+    for sid in (2, 9):
+        assert write(dev, q, sid, b"\x13" * 512, dtype=1, dspec=sid).ok
+    assert open_streams(dev, nsid=ALL) == [2, 9]
+    assert recv(dev, DIR_STREAMS, OP_ALLOCATE, 4, cdw12=4)[0].ok
+    assert open_streams(dev, nsid=ALL) == []
+    assert open_streams(dev) == [2, 9]
 
 
 # -- Streams not supported -------------------------------------------------------------------
