@@ -58,10 +58,8 @@ struct NhcDirectives {
 /* An error path: its trace event (and -d guest_errors) says why; @status comes from NHC_ERR. */
 static uint16_t nhc_dir_error(NhcReq *req, uint16_t status, const char *why)
 {
-    uint32_t dw11 = le32_to_cpu(req->cmd.cdw11);
-
-    NHC_GUEST_ERR(trace_nhc_err_directive(req->cmd.opcode, le32_to_cpu(req->cmd.nsid),
-                                          (dw11 >> 8) & 0xff, dw11 & 0xff, status, why),
+    NHC_GUEST_ERR(trace_nhc_err_directive(req->cmd.opcode, le32_to_cpu(req->cmd.nsid), status,
+                                          why),
                   "directive (opcode 0x%x): %s", req->cmd.opcode, why);
     return status;
 }
