@@ -2,7 +2,8 @@
  * directives.c - Directives: the Directive Receive (1Ah) and Directive Send (19h) admin commands
  * with the Identify and Streams directives, and the Streams directive of a Write.  Sections are
  * those of the NVMe Base Specification 2.2 (8.1.8 Directives, 5.1.6/5.1.7 the commands; NVMe
- * 1.4 section 9 has the same Streams rules); docs/device.md states every decision.
+ * 1.4 section 9 defines the same operations and structures); docs/device.md states every
+ * decision.
  *
  * State is per namespace (enabled, exclusive allocation, open streams) and is not kept across a
  * Controller Level Reset: the Return Parameters of the Identify directive say so (SDIRCLR 0), so

@@ -3,8 +3,8 @@ Identify and Streams directives, and Writes that carry a stream.
 
 References are to the NVM Express Base Specification 2.2, section 8.1.8
 (Directives: 8.1.8.1 use in I/O commands, 8.1.8.2 Identify, 8.1.8.3
-Streams) and Figure 93 (NSID rules); NVMe 1.4 section 9 has the same
-Streams rules.  docs/device.md ("Directives and Streams") lists every
+Streams) and Figure 93 (NSID rules); NVMe 1.4 section 9 defines the same
+operations and structures.  docs/device.md ("Directives and Streams") lists every
 status and decision these tests hold the device to.
 
 The device is started with `streams=8`: the engine accepts stream tags
