@@ -161,11 +161,11 @@ bool nh_dstream_check(const NhConfig *cfg, uint32_t features, GError **errp)
                     "ftl=%s", cfg->ftl);
         return false;
     }
-    if (mem && mem < nh_placement_max_streams(cfg) * buf) {
+    if (mem && mem < nh_placement_max_streams(cfg) * buf + 8) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "dstream-memory: %" G_GUINT64_FORMAT " bytes cannot hold the write buffers "
-                    "of physical-streams=%u at stream-buffer=%" G_GUINT64_FORMAT, mem,
-                    nh_placement_max_streams(cfg), buf);
+                    "of physical-streams=%u at stream-buffer=%" G_GUINT64_FORMAT " and one "
+                    "mapping cache entry (8 bytes)", mem, nh_placement_max_streams(cfg), buf);
         return false;
     }
     return true;

@@ -21,49 +21,22 @@
  *  - Trim unmaps pages in the CMT where cached, and rewrites each translation page holding
  *    other trimmed mappings once (read-modify-write), without loading entries into the CMT.
  *
+ * With placement (placement.h) each physical stream beyond the first has a data frontier of its
+ * own after these three; GC copies of every stream share the GC data frontier.  With DStream the
+ * CMT gets the device memory the k open streams' write buffers leave (dstream-memory): when k
+ * changes it grows, or shrinks by evicting its least recently used entries (dirty ones written
+ * back as above) at once.
+ *
  * The model keeps the whole current mapping in l2p (as the page FTL does) because it is what
  * flash plus cache hold together: a mapping not dirty in the CMT equals its translation page on
  * flash, so the translation pages' contents need not be stored separately.
  */
-#include "blocks.h"
+#include "dftl.h"
 #include "mem.h"
 
 #include <string.h>
 
-enum { FRONT_HOST, FRONT_GC, FRONT_TRANS, NFRONT };
-enum { KIND_DATA, KIND_TRANS };
-
-#define ENTRY_BYTES 8       /* a CMT entry: 4-byte lpn and 4-byte ppn, as DFTL counts it */
-
-typedef struct Entry {
-    uint32_t lpn;
-    uint32_t prev, next;    /* LRU list, MRU at head */
-    uint32_t tprev, tnext;  /* dirty entries of the same translation page, while dirty */
-    bool     dirty;
-} Entry;
-
-typedef struct Dftl {
-    NhBlocks   b;
-    NhFtlEnv   env;
-    uint32_t  *l2p;         /* the current mapping (ppn + 1), see the file comment */
-    uint64_t  *touched;
-    uint32_t   epp;         /* entries per translation page */
-    uint32_t   ntp;         /* translation pages */
-    uint32_t  *gtd;         /* [ntp] ppn + 1 of each translation page, 0 never written */
-    uint32_t  *dhead;       /* [ntp] first dirty cached entry of the page: cleaning a page
-                             * after its write-back touches only its dirty entries */
-    uint32_t  *stamp;       /* [ntp] batch number that last queued the page for an update */
-    uint32_t  *batch;       /* [pages] translation pages queued by one GC step */
-    uint32_t   nbatch, batch_no;
-    /* CMT: entries, an LRU list and an open-addressing hash from lpn to entry */
-    Entry     *e;
-    uint32_t   cap, count, lru_head, lru_tail;
-    uint32_t  *hash;        /* entry + 1, 0 empty */
-    uint32_t   hmask;
-} Dftl;
-
 /* DFTL's own counters (docs/statistics.md), in env.counters */
-enum { CMT_HITS, CMT_MISSES, TP_READS, TP_WRITES };
 static const NhStat dftl_counters[] = {
     [CMT_HITS] = { .path = "ftl.cmt.hits" },
     [CMT_MISSES] = { .path = "ftl.cmt.misses" },
@@ -72,97 +45,6 @@ static const NhStat dftl_counters[] = {
     { .path = NULL },
 };
 
-/* ------------------------------------------------------------------ CMT */
-
-static inline uint32_t hslot(const Dftl *f, uint32_t lpn)
-{
-    return (lpn * 0x9E3779B1u) & f->hmask;
-}
-
-static uint32_t cmt_find(const Dftl *f, uint32_t lpn)
-{
-    for (uint32_t s = hslot(f, lpn);; s = (s + 1) & f->hmask) {
-        uint32_t i1 = f->hash[s];
-        if (!i1) {
-            return NH_NONE;
-        }
-        if (f->e[i1 - 1].lpn == lpn) {
-            return i1 - 1;
-        }
-    }
-}
-
-static void hash_insert(Dftl *f, uint32_t idx)
-{
-    uint32_t s = hslot(f, f->e[idx].lpn);
-    while (f->hash[s]) {
-        s = (s + 1) & f->hmask;
-    }
-    f->hash[s] = idx + 1;
-}
-
-/* Linear probing deletion by backward shift, so lookups never need tombstones. */
-static void hash_remove(Dftl *f, uint32_t lpn)
-{
-    uint32_t s = hslot(f, lpn);
-    while (f->e[f->hash[s] - 1].lpn != lpn) {
-        s = (s + 1) & f->hmask;
-    }
-    for (uint32_t j = (s + 1) & f->hmask; f->hash[j]; j = (j + 1) & f->hmask) {
-        uint32_t home = hslot(f, f->e[f->hash[j] - 1].lpn);
-        /* move j's entry into the hole unless its home lies cyclically in (s, j] */
-        if (((j - home) & f->hmask) >= ((j - s) & f->hmask)) {
-            f->hash[s] = f->hash[j];
-            s = j;
-        }
-    }
-    f->hash[s] = 0;
-}
-
-static void lru_unlink(Dftl *f, uint32_t i)
-{
-    Entry *x = &f->e[i];
-    if (x->prev != NH_NONE) {
-        f->e[x->prev].next = x->next;
-    } else {
-        f->lru_head = x->next;
-    }
-    if (x->next != NH_NONE) {
-        f->e[x->next].prev = x->prev;
-    } else {
-        f->lru_tail = x->prev;
-    }
-}
-
-static void lru_push_head(Dftl *f, uint32_t i)
-{
-    Entry *x = &f->e[i];
-    x->prev = NH_NONE;
-    x->next = f->lru_head;
-    if (f->lru_head != NH_NONE) {
-        f->e[f->lru_head].prev = i;
-    } else {
-        f->lru_tail = i;
-    }
-    f->lru_head = i;
-}
-
-static void set_dirty(Dftl *f, uint32_t i)
-{
-    uint32_t tv = f->e[i].lpn / f->epp;
-
-    if (f->e[i].dirty) {
-        return;
-    }
-    f->e[i].dirty = true;
-    f->e[i].tprev = NH_NONE;
-    f->e[i].tnext = f->dhead[tv];
-    if (f->dhead[tv] != NH_NONE) {
-        f->e[f->dhead[tv]].tprev = i;
-    }
-    f->dhead[tv] = i;
-}
-
 /* ------------------------------------------------------------------ translation pages */
 
 /*
@@ -170,7 +52,7 @@ static void set_dirty(Dftl *f, uint32_t i)
  * the CMT come from it), program the new one, and clean every cached entry of the page.  @pu is
  * the plane for a GC step's own writes, NH_NONE for host-side ones (striped, may run GC).
  */
-static uint64_t write_tpage(Dftl *f, uint32_t tv, uint32_t pu, uint64_t start)
+uint64_t dftl_write_tpage(Dftl *f, uint32_t tv, uint32_t pu, uint64_t start)
 {
     uint32_t ppn = pu == NH_NONE ? nh_blocks_host_page(&f->b, FRONT_TRANS)
                                  : nh_blocks_gc_page(&f->b, pu, FRONT_TRANS);
@@ -196,14 +78,14 @@ static uint64_t write_tpage(Dftl *f, uint32_t tv, uint32_t pu, uint64_t start)
 /* Make @lpn's entry cached and most recent; returns when its mapping is known. */
 static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
 {
-    uint32_t i = cmt_find(f, lpn), tv = lpn / f->epp;
+    uint32_t i = dftl_cmt_find(f, lpn), tv = lpn / f->epp;
     uint64_t t = now;
 
     if (i != NH_NONE) {
         f->env.counters[CMT_HITS]++;
         if (f->lru_head != i) {
-            lru_unlink(f, i);
-            lru_push_head(f, i);
+            dftl_lru_unlink(f, i);
+            dftl_lru_push_head(f, i);
         }
         *idx = i;
         return now;
@@ -212,10 +94,10 @@ static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
     if (f->count == f->cap) {
         i = f->lru_tail;
         if (f->e[i].dirty) {    /* the write-back cleans it, and so unlinks it */
-            t = write_tpage(f, f->e[i].lpn / f->epp, NH_NONE, t);
+            t = dftl_write_tpage(f, f->e[i].lpn / f->epp, NH_NONE, t);
         }
-        lru_unlink(f, i);
-        hash_remove(f, f->e[i].lpn);
+        dftl_lru_unlink(f, i);
+        dftl_hash_remove(f, f->e[i].lpn);
     } else {
         i = f->count++;
     }
@@ -224,8 +106,8 @@ static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
         f->env.counters[TP_READS]++;
     }
     f->e[i] = (Entry){ .lpn = lpn };
-    hash_insert(f, i);
-    lru_push_head(f, i);
+    dftl_hash_insert(f, i);
+    dftl_lru_push_head(f, i);
     *idx = i;
     return t;
 }
@@ -233,10 +115,10 @@ static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
 /* GC moved @lpn: change it in the CMT if cached, else queue its translation page. */
 static void update_mapping(Dftl *f, uint32_t lpn)
 {
-    uint32_t i = cmt_find(f, lpn), tv = lpn / f->epp;
+    uint32_t i = dftl_cmt_find(f, lpn), tv = lpn / f->epp;
 
     if (i != NH_NONE) {
-        set_dirty(f, i);
+        dftl_set_dirty(f, i);
     } else if (f->stamp[tv] != f->batch_no) {
         f->stamp[tv] = f->batch_no;
         f->batch[f->nbatch++] = tv;
@@ -258,7 +140,7 @@ static uint64_t batch_write(Dftl *f, uint32_t pu, uint64_t start)
 {
     uint64_t done = start;
     for (uint32_t k = 0; k < f->nbatch; k++) {
-        uint64_t t = write_tpage(f, f->batch[k], pu, start);
+        uint64_t t = dftl_write_tpage(f, f->batch[k], pu, start);
         done = t > done ? t : done;
     }
     f->nbatch = 0;
@@ -327,14 +209,17 @@ static uint64_t dftl_write(void *opaque, const NhFtlWrite *w, uint64_t now)
     for (uint64_t i = 0; i < w->npages; i++) {
         uint64_t lpn = w->lpn + i;
         uint32_t idx, ppn;
+        /* first: a new k resizes the CMT, which must not evict the entry we then hold */
+        uint32_t front = f->pl ? nh_placement_front(f->pl, lpn, w->stream, f->l2p[lpn])
+                               : FRONT_HOST;
         uint64_t start = cmt_get(f, (uint32_t)lpn, now, &idx), t;
 
-        t = nh_blocks_host_write(&f->b, f->l2p, w, i, FRONT_HOST, start, &ppn);
+        t = nh_blocks_host_write(&f->b, f->l2p, w, i, front, start, &ppn);
         done = t > done ? t : done;
         f->l2p[lpn] = ppn + 1;
         nh_blocks_map(&f->b, (uint32_t)lpn, ppn);
         nh_touch(f->touched, lpn);
-        set_dirty(f, idx);      /* GC never evicts, so idx still names lpn's entry */
+        dftl_set_dirty(f, idx);      /* GC never evicts, so idx still names lpn's entry */
     }
     return done;
 }
@@ -357,15 +242,15 @@ static uint64_t dftl_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t 
             }
             nh_blocks_invalidate(&f->b, ppn1 - 1);
             f->l2p[lpn] = 0;
-            i = cmt_find(f, (uint32_t)lpn);
+            i = dftl_cmt_find(f, (uint32_t)lpn);
             if (i != NH_NONE) {
-                set_dirty(f, i);
+                dftl_set_dirty(f, i);
             } else {
                 rewrite = true;
             }
         }
         if (rewrite) {
-            uint64_t t = write_tpage(f, tv, NH_NONE, now);
+            uint64_t t = dftl_write_tpage(f, tv, NH_NONE, now);
             done = t > done ? t : done;
         }
     }
@@ -394,7 +279,8 @@ static void dftl_destroy(void *opaque)
     }
     nh_blocks_destroy(&f->b);
     nh_lazy_free(f->l2p, f->env.lpages, sizeof(uint32_t));
-    nh_lazy_free(f->e, f->cap, sizeof(Entry));
+    nh_placement_free(f->pl);
+    nh_lazy_free(f->e, f->maxcap, sizeof(Entry));
     nh_lazy_free(f->hash, (size_t)f->hmask + 1, sizeof(uint32_t));
     g_free(f->touched);
     g_free(f->gtd);
@@ -411,7 +297,8 @@ static uint64_t tpages_of(const NhConfig *cfg, uint64_t lpages)
 }
 
 /*
- * Per plane: three frontiers (host data, GC data, translation), a reserve of two (one GC step
+ * Per plane: three frontiers (host data, GC data, translation) and one per physical stream
+ * beyond the first, a reserve of two (one GC step
  * may fill a data block and a translation block), and room for the translation pages, doubled
  * because they need not spread evenly over the planes; then the block layer's free blocks and
  * room for invalid pages (nh_blocks_min_spare).
@@ -420,13 +307,54 @@ static uint32_t dftl_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t
 {
     uint64_t per_plane = (tpages_of(cfg, lpages) + (uint64_t)cfg->pages * npu - 1) /
                          ((uint64_t)cfg->pages * npu);
-    return nh_blocks_min_spare(cfg, lpages, npu, (uint32_t)(NFRONT + 2 * per_plane), 2);
+    uint32_t fronts = NFRONT + nh_placement_max_streams(cfg) - 1;
+    return nh_blocks_min_spare(cfg, lpages, npu, (uint32_t)(fronts + 2 * per_plane), 2);
+}
+
+/* CMT entries with @k physical streams open: what their buffers leave of dstream-memory, or
+ * cmt-size; caching more entries than there are pages changes nothing. */
+static uint32_t cap_for(const Dftl *f, uint32_t k)
+{
+    uint64_t bytes = f->mem ? f->mem - k * f->sbuf : f->env.cfg->cmt_size;
+    return (uint32_t)MIN(bytes / ENTRY_BYTES, f->env.lpages);
+}
+
+/* DStream changed k: the CMT takes the memory the streams' buffers leave. */
+static uint64_t dftl_k_changed(void *ctx, uint32_t k)
+{
+    Dftl *f = ctx;
+    dftl_cmt_resize(f, cap_for(f, k), f->b.now);
+    return f->cap;
+}
+
+/* Placement: more frontiers, GC copies counted per stream, DStream's memory budget. */
+static void placement_init(Dftl *f, const NhFtlEnv *env, NhBlocksSpec *spec)
+{
+    const NhConfig *cfg = env->cfg;
+
+    f->pl = nh_placement_new(env, FRONT_HOST, NFRONT);
+    if (!f->pl) {
+        return;
+    }
+    spec->nfront = NFRONT + f->pl->nstreams - 1;
+    for (uint32_t i = 0; i < spec->nfront; i++) {
+        spec->front_kind[i] = i == FRONT_TRANS ? KIND_TRANS : KIND_DATA;
+        /* translation blocks are GC'd too, but they are not a stream's data */
+        spec->front_stream[i] = (uint8_t)nh_placement_stream_of(f->pl, i);
+    }
+    spec->stream_copies = env->placement + NH_PC_GC_COPIES;
+    if (f->pl->ds) {
+        f->sbuf = nh_placement_stream_buffer(cfg);
+        f->mem = nh_config_uint(cfg, "dstream-memory");
+        f->mem = f->mem ? f->mem : cfg->cmt_size + f->pl->nstreams * f->sbuf;
+        f->pl->k_changed = dftl_k_changed;
+        f->pl->ctx = f;
+    }
 }
 
 static void *dftl_create(const NhFtlEnv *env, GError **errp)
 {
     Dftl *f = g_new0(Dftl, 1);
-    uint64_t want = env->cfg->cmt_size / ENTRY_BYTES;
     NhBlocksSpec spec = {
         .nfront = NFRONT,
         .front_kind = { KIND_DATA, KIND_DATA, KIND_TRANS },
@@ -442,9 +370,13 @@ static void *dftl_create(const NhFtlEnv *env, GError **errp)
     f->env = *env;
     f->epp = env->cfg->page_size / 4;
     f->ntp = (uint32_t)tpages_of(env->cfg, env->lpages);
-    /* caching more entries than there are pages changes nothing */
-    f->cap = (uint32_t)MIN(want, env->lpages);
-    while (hsize < 2ull * f->cap) {
+    placement_init(f, env, &spec);
+    f->cap = cap_for(f, f->pl ? nh_placement_k(f->pl) : 1);
+    f->maxcap = cap_for(f, 1);
+    if (f->pl) {
+        f->pl->cmt_entries = f->cap;
+    }
+    while (hsize < 2ull * f->maxcap) {
         hsize <<= 1;
     }
     f->hmask = (uint32_t)(hsize - 1);
@@ -454,7 +386,7 @@ static void *dftl_create(const NhFtlEnv *env, GError **errp)
     }
     f->l2p = nh_lazy_alloc(env->lpages, sizeof(uint32_t));
     f->touched = nh_touched_new(env->lpages);
-    f->e = nh_lazy_alloc(f->cap, sizeof(Entry));
+    f->e = nh_lazy_alloc(f->maxcap, sizeof(Entry));
     f->hash = nh_lazy_alloc(hsize, sizeof(uint32_t));
     if (!f->l2p || !f->touched || !f->e || !f->hash) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
@@ -475,7 +407,8 @@ static void *dftl_create(const NhFtlEnv *env, GError **errp)
 /* ------------------------------------------------------------------ persistence */
 
 /*
- * State: the block layer's section, the mapping runs, the GTD runs, then the CMT: u32 count and
+ * State: the block layer's section, the mapping runs, the GTD runs, with placement its section
+ * (k sets the CMT's capacity), then the CMT: u32 count and
  * (lpn, dirty) from the most to the least recently used.  The CMT is saved rather than written
  * back so that a restart continues with the same cache, and saving changes no counter.
  */
@@ -486,6 +419,9 @@ static void dftl_save(void *opaque, GByteArray *o)
     nh_blocks_save(&f->b, o);
     nh_map_save(o, f->l2p, f->touched, f->env.lpages);
     nh_map_save(o, f->gtd, NULL, f->ntp);
+    if (f->pl) {
+        nh_placement_save(f->pl, o);
+    }
     nh_put32(o, f->count);
     for (uint32_t i = f->lru_head; i != NH_NONE; i = f->e[i].next) {
         nh_put32(o, f->e[i].lpn);
@@ -504,6 +440,13 @@ static bool dftl_load(void *opaque, const guint8 *data, size_t len, GError **err
         !nh_map_load(&f->b, &r, f->gtd, NULL, f->ntp, KIND_TRANS, errp)) {
         return false;
     }
+    if (f->pl) {
+        if (!nh_placement_load(f->pl, &r)) {
+            return nh_blocks_corrupt(&f->b, errp, "placement");
+        }
+        f->cap = cap_for(f, nh_placement_k(f->pl));
+        f->pl->cmt_entries = f->cap;
+    }
     if (!nh_get32(&r, &n)) {
         return nh_blocks_corrupt(&f->b, errp, "CMT count");
     }
@@ -518,12 +461,12 @@ static bool dftl_load(void *opaque, const guint8 *data, size_t len, GError **err
         if (!nh_get32(&r, &lpn) || !nh_get32(&r, &dirty)) {
             return nh_blocks_corrupt(&f->b, errp, "truncated CMT");
         }
-        if (lpn >= f->env.lpages || dirty > 1 || cmt_find(f, lpn) != NH_NONE) {
+        if (lpn >= f->env.lpages || dirty > 1 || dftl_cmt_find(f, lpn) != NH_NONE) {
             return nh_blocks_corrupt(&f->b, errp, "CMT entry out of range or repeated");
         }
         i = f->count++;
         f->e[i] = (Entry){ .lpn = lpn };
-        hash_insert(f, i);
+        dftl_hash_insert(f, i);
         /* saved MRU first: appending at the tail keeps the order */
         f->e[i].prev = f->lru_tail;
         f->e[i].next = NH_NONE;
@@ -534,7 +477,7 @@ static bool dftl_load(void *opaque, const guint8 *data, size_t len, GError **err
         }
         f->lru_tail = i;
         if (dirty) {
-            set_dirty(f, i);
+            dftl_set_dirty(f, i);
         }
     }
     if (r.p != r.end) {
@@ -542,53 +485,6 @@ static bool dftl_load(void *opaque, const guint8 *data, size_t len, GError **err
     }
     nh_blocks_load_done(&f->b);
     return true;
-}
-
-/* ------------------------------------------------------------------ consistency */
-
-static char *check_cmt(Dftl *f)
-{
-    uint32_t n = 0, ndirty = 0, listed = 0;
-    char *err = NULL;
-
-    for (uint32_t i = f->lru_head; i != NH_NONE && !err; i = f->e[i].next) {
-        ndirty += f->e[i].dirty;
-        if (++n > f->count) {
-            err = g_strdup("CMT LRU list longer than the CMT");
-        } else if (cmt_find(f, f->e[i].lpn) != i) {
-            err = g_strdup_printf("CMT entry %u (lpn %u) not found by its hash", i, f->e[i].lpn);
-        } else if (f->e[i].next != NH_NONE && f->e[f->e[i].next].prev != i) {
-            err = g_strdup_printf("CMT LRU list broken at entry %u", i);
-        }
-    }
-    if (!err && (n != f->count || f->count > f->cap)) {
-        err = g_strdup_printf("CMT holds %u entries, LRU list %u, capacity %u", f->count, n,
-                              f->cap);
-    }
-    for (uint32_t tv = 0; tv < f->ntp && !err; tv++) {
-        for (uint32_t i = f->dhead[tv]; i != NH_NONE && !err; i = f->e[i].tnext) {
-            if (++listed > ndirty || !f->e[i].dirty || f->e[i].lpn / f->epp != tv) {
-                err = g_strdup_printf("CMT entry for lpn %u wrongly on the dirty list of "
-                                      "translation page %u", f->e[i].lpn, tv);
-            }
-        }
-    }
-    if (!err && listed != ndirty) {
-        err = g_strdup_printf("%u dirty CMT entries, %u on dirty lists", ndirty, listed);
-    }
-    /* a mapping that is not dirty in the CMT must be on flash */
-    for (uint64_t lpn = 0; lpn < f->env.lpages && !err; lpn++) {
-        uint32_t tv = (uint32_t)(lpn / f->epp), i;
-        if (!f->l2p[lpn] || f->gtd[tv]) {
-            continue;
-        }
-        i = cmt_find(f, (uint32_t)lpn);
-        if (i == NH_NONE || !f->e[i].dirty) {
-            err = g_strdup_printf("lpn %" G_GUINT64_FORMAT " is mapped, not dirty in the CMT, "
-                                  "and its translation page %u was never written", lpn, tv);
-        }
-    }
-    return err;
 }
 
 static char *dftl_check(void *opaque)
@@ -599,12 +495,27 @@ static char *dftl_check(void *opaque)
         err = nh_map_check(&f->b, f->gtd, f->ntp, KIND_TRANS, "translation page");
     }
     if (!err) {
-        err = check_cmt(f);
+        err = dftl_check_cmt(f);
     }
     return err ? err : nh_blocks_check(&f->b);
 }
 
+static void dftl_stream_release(void *opaque, uint16_t id)
+{
+    Dftl *f = opaque;
+    nh_placement_release(f->pl, id);
+}
+
+static int dftl_stream_of(void *opaque, uint64_t lpn)
+{
+    Dftl *f = opaque;
+    return nh_placement_page_stream(f->pl, &f->b, f->l2p[lpn]);
+}
+
 const NhFtlOps nh_ftl_dftl_ops = {
+    .features = NH_FTL_PLACEMENT | NH_FTL_CMT_RESIZE,
+    .stream_release = dftl_stream_release,
+    .stream_of = dftl_stream_of,
     .counters = dftl_counters,
     .name = "dftl",
     .create = dftl_create,

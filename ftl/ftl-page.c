@@ -395,12 +395,7 @@ static void page_stream_release(void *opaque, uint16_t id)
 static int page_stream_of(void *opaque, uint64_t lpn)
 {
     PageFtl *f = opaque;
-    uint32_t ppn1 = f->l2p[lpn];
-
-    if (!ppn1 || staged(f, lpn) || !f->pl) {
-        return -1;
-    }
-    return (int)nh_placement_stream_of(f->pl, f->b.blk[(ppn1 - 1) / f->b.pages].front);
+    return staged(f, lpn) ? -1 : nh_placement_page_stream(f->pl, &f->b, f->l2p[lpn]);
 }
 
 const NhFtlOps nh_ftl_page_ops = {

@@ -3,6 +3,7 @@
  * the counters, fixed mapping of host tags onto physical streams, and the glue to DStream.
  */
 #include "placement.h"
+#include "blocks.h"
 #include "dstream.h"
 
 #include <string.h>
@@ -301,6 +302,14 @@ uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool ove
     }
     p->ctr[NH_PC_HOST_PAGES + s]++;
     return front_of_stream(p, s);
+}
+
+int nh_placement_page_stream(const NhPlacement *p, const NhBlocks *b, uint32_t ppn1)
+{
+    if (!ppn1 || !p) {
+        return -1;
+    }
+    return (int)nh_placement_stream_of(p, b->blk[(ppn1 - 1) / b->pages].front);
 }
 
 void nh_placement_release(NhPlacement *p, uint16_t id)

@@ -84,6 +84,10 @@ uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool ove
 /* The physical stream frontier @front serves, NH_STREAM_GC for any other (the GC frontier). */
 uint32_t nh_placement_stream_of(const NhPlacement *p, uint32_t front);
 void nh_placement_release(NhPlacement *p, uint16_t id);
+struct NhBlocks;
+/* The FTLs' stream_of hook: the stream of the block holding ppn @ppn1 - 1 of @b, -1 for
+ * @ppn1 = 0 or @p = NULL (placement off). */
+int nh_placement_page_stream(const NhPlacement *p, const struct NhBlocks *b, uint32_t ppn1);
 /* Physical streams in use now (k). */
 uint32_t nh_placement_k(const NhPlacement *p);
 

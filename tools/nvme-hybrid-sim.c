@@ -357,7 +357,8 @@ static bool replay(NhEngine *eng, NhTrace *tr, const GArray *sorted, uint64_t nr
     }
     for (uint64_t i = 0; i < nreq && (sorted ? (rec = g_array_index(sorted, Ordered, i).rec, 1)
                                             : nh_trace_next(tr, &rec, errp)) > 0; i++) {
-        NhRequest req = { .op = rec.op, .offset = rec.offset, .length = rec.length };
+        NhRequest req = { .op = rec.op, .offset = rec.offset, .length = rec.length,
+                          .stream = rec.op == NH_OP_WRITE ? rec.stream : 0 };
         uint64_t done;
 
         if (fit) {

@@ -114,28 +114,37 @@ static inline bool scan_u64(const char **pp, uint64_t *v)
 }
 
 /*
- * MQSim / DiskSim ASCII: time_ns device lba(512 B) sectors type(0 write, 1 read).  The device
- * number is ignored: all devices are folded into one address space (their LBAs overlap).
+ * MQSim / DiskSim ASCII: time_ns device lba(512 B) sectors type(0 write, 1 read), and optionally
+ * a sixth field, the write's placement tag (stream identifier, 0 untagged).  The device number
+ * is ignored: all devices are folded into one address space (their LBAs overlap).
  */
 static int parse_mqsim(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
 {
-    char *f[6];
+    char *f[7];
     const char *p = line;
-    uint64_t t, dev, lba, n, type;
+    uint64_t t, dev, lba, n, type, stream = 0;
+    int nf;
     (void)tr;
 
     /* a well-formed line in one pass; anything else below, which says what is wrong */
     if (scan_u64(&p, &t) && scan_u64(&p, &dev) && scan_u64(&p, &lba) && scan_u64(&p, &n) &&
-        scan_u64(&p, &type) && !p[strspn(p, " \t")] && type <= 1 && n &&
-        n <= (UINT64_MAX >> 10) && lba <= (UINT64_MAX >> 10)) {
+        scan_u64(&p, &type) && (!p[strspn(p, " \t")] || scan_u64(&p, &stream)) &&
+        !p[strspn(p, " \t")] && type <= 1 && n && n <= (UINT64_MAX >> 10) &&
+        lba <= (UINT64_MAX >> 10) && stream <= UINT16_MAX) {
         rec->time_ns = t;
         rec->op = type ? NH_OP_READ : NH_OP_WRITE;
         rec->offset = lba * 512;
         rec->length = n * 512;
+        rec->stream = (uint16_t)stream;
         return 1;
     }
-    if (split(line, false, f, 5) != 5) {
-        *why = "expected 5 fields: time_ns device lba sectors type";
+    nf = split(line, false, f, 6);
+    if (nf != 5 && nf != 6) {
+        *why = "expected 5 or 6 fields: time_ns device lba sectors type [stream]";
+        return -1;
+    }
+    if (nf == 6 && (!to_u64(f[5], 10, &stream) || stream > UINT16_MAX)) {
+        *why = "stream must be an integer from 0 to 65535";
         return -1;
     }
     if (!to_u64(f[0], 10, &t) || !to_u64(f[1], 10, &dev) || !to_u64(f[2], 10, &lba) ||
@@ -155,6 +164,7 @@ static int parse_mqsim(NhTrace *tr, char *line, NhTraceRec *rec, const char **wh
     rec->op = type ? NH_OP_READ : NH_OP_WRITE;
     rec->offset = lba * 512;
     rec->length = n * 512;
+    rec->stream = (uint16_t)stream;
     return 1;
 }
 
@@ -583,6 +593,7 @@ int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp)
         } else if (!*line || *line == '#') {
             continue;
         } else {
+            rec->stream = 0;
             r = t->parse(t, line, rec, &why);
         }
         if (r < 0 && t->skip_bad) {

@@ -21,6 +21,7 @@ typedef struct NhTraceRec {
     uint64_t time_ns;
     NhOp     op;
     uint64_t offset, length;
+    uint16_t stream;    /* placement tag (mqsim's optional sixth column), 0 = untagged */
 } NhTraceRec;
 
 typedef struct NhTrace NhTrace;

@@ -186,8 +186,10 @@ static void expect_bad(const char *format, const char *text, const char *where, 
 
 static void test_malformed(void)
 {
-    expect_bad("mqsim", "1 0 0 8 0\n2 0 0 8\n", "2", "expected 5 fields");
-    expect_bad("mqsim", "1 0 0 8 0 9\n", "1", "expected 5 fields");
+    expect_bad("mqsim", "1 0 0 8 0\n2 0 0 8\n", "2", "expected 5 or 6 fields");
+    expect_bad("mqsim", "1 0 0 8 0 9 1\n", "1", "expected 5 or 6 fields");
+    expect_bad("mqsim", "1 0 0 8 0 65536\n", "1", "stream must be");
+    expect_bad("mqsim", "1 0 0 8 0 x\n", "1", "stream must be");
     expect_bad("mqsim", "1 0 x 8 0\n", "1", "not a non-negative integer");
     expect_bad("mqsim", "1 0 -5 8 0\n", "1", "not a non-negative integer");
     expect_bad("mqsim", "1 0 0 8 2\n", "1", "type must be 0");
@@ -232,6 +234,24 @@ static void test_malformed(void)
     g_clear_error(&err);
 }
 
+/* mqsim's optional sixth field is the placement tag; lines without it are untagged. */
+static void test_mqsim_stream(void)
+{
+    char *p = write_tmp("1 0 0 8 0 3\n2 0 8 8 0\n3 0 8 8 1 65535\n4 0 16 8 0\t7 \n");
+    NhTrace *t = nh_trace_open(p, "mqsim", NULL);
+    const uint16_t want[] = { 3, 0, 65535, 7 };
+    NhTraceRec r;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_assert_cmpint(nh_trace_next(t, &r, NULL), ==, 1);
+        g_assert_cmpuint(r.stream, ==, want[i]);
+    }
+    g_assert_cmpint(nh_trace_next(t, &r, NULL), ==, 0);
+    nh_trace_close(t);
+    g_unlink(p);
+    g_free(p);
+}
+
 /* --skip-bad's counting: bad lines are passed over, counted, the first one named. */
 static void test_skip_bad(void)
 {
@@ -240,7 +260,7 @@ static void test_skip_bad(void)
     NhTraceRec r;
     GError *err = NULL;
     const char *first;
-    char *where = g_strdup_printf("%s:2: expected 5 fields", p);
+    char *where = g_strdup_printf("%s:2: expected 5 or 6 fields", p);
 
     nh_trace_skip_bad(t, true);
     g_assert_cmpint(nh_trace_next(t, &r, &err), ==, 1);
@@ -662,6 +682,7 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/blkparse", test_blkparse);
     g_test_add_func("/trace/fio", test_fio);
     g_test_add_func("/trace/malformed", test_malformed);
+    g_test_add_func("/trace/mqsim-stream", test_mqsim_stream);
     g_test_add_func("/trace/skip-bad", test_skip_bad);
     g_test_add_func("/trace/sim/samples", test_sim_samples);
     g_test_add_func("/trace/sim/options", test_sim_options);

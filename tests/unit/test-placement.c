@@ -1,0 +1,391 @@
+/*
+ * Placement (docs/placement.md): per-tag frontier invariants under random operations for page
+ * and dftl, state saved and restored with streams open, a hot/cold workload whose WAF is lower
+ * tagged than untagged, refusals naming their key, DStream's k-means on hand-computed inputs,
+ * and DFTL's mapping cache resized at random under load without losing a mapping.
+ */
+#include "unit.h"
+#include "engine-priv.h"
+#include "dstream.h"
+#include "dftl.h"
+
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#define MIB (1024ull * 1024)
+#define SMALL "channels=2,ways=2,pages=32,op=20"
+
+static uint64_t now;
+
+static void io(NhEngine *e, NhOp op, uint64_t lpn, uint64_t npages, uint16_t tag)
+{
+    NhRequest q = { .op = op, .offset = lpn * 4096, .length = npages * 4096, .stream = tag };
+    uint64_t done;
+    GError *err = NULL;
+
+    now += 100000;
+    g_assert_true(nh_engine_submit(e, &q, now, &done, &err));
+    g_assert_no_error(err);
+}
+
+/* The physical stream fixed mapping gives tag @t with @k physical streams. */
+static int fixed_stream(uint16_t t, uint32_t k)
+{
+    return !t || k == 1 ? 0 : 1 + (t - 1) % (int)(k - 1);
+}
+
+/* Every mapped page lies in a block its tag's frontier or the GC frontier opened. */
+static void check_fronts(NhEngine *e, const uint16_t *tag, uint64_t n, uint32_t k)
+{
+    for (uint64_t lpn = 0; lpn < n; lpn++) {
+        int s = e->ops->stream_of(e->ftl, lpn);
+        if (s >= 0 && s != NH_STREAM_GC && s != fixed_stream(tag[lpn], k)) {
+            g_error("lpn %" G_GUINT64_FORMAT " written with tag %u lies on stream %d, not %d",
+                    lpn, tag[lpn], s, fixed_stream(tag[lpn], k));
+        }
+    }
+}
+
+static void frontier_invariants(const char *props)
+{
+    NhEngine *e = unit_engine(props, 8 * MIB);
+    uint64_t n = 8 * MIB / 4096, gc = 0;
+    uint16_t *tag = g_new0(uint16_t, n);
+    uint32_t k = nh_placement_max_streams(nh_engine_config(e));
+    GRand *r = g_rand_new_with_seed(11);
+
+    for (int i = 0; i < 20000; i++) {
+        uint64_t lpn = g_rand_int_range(r, 0, (gint32)n - 8);
+        uint64_t len = g_rand_int_range(r, 1, 8);
+        uint16_t t = (uint16_t)g_rand_int_range(r, 0, 6);
+        int what = g_rand_int_range(r, 0, 10);
+
+        if (what < 7) {
+            io(e, NH_OP_WRITE, lpn, len, t);
+            for (uint64_t j = 0; j < len; j++) {
+                tag[lpn + j] = t;
+            }
+        } else if (what < 9) {
+            io(e, NH_OP_READ, lpn, len, 0);
+        } else {
+            io(e, NH_OP_TRIM, lpn, len, 0);
+        }
+        if (i % 2000 == 1999) {
+            check_fronts(e, tag, n, k);
+            unit_check(e);
+        }
+    }
+    for (uint32_t s = 0; s < k; s++) {
+        char key[8];
+        g_snprintf(key, sizeof(key), "%u", s);
+        g_assert_cmpuint(unit_stat(e, "ftl.placement.host_pages", key), >, 0);
+        gc += unit_stat(e, "ftl.placement.gc_copies", key);
+    }
+    gc += unit_stat(e, "ftl.placement.gc_copies", "gc");
+    g_assert_cmpuint(unit_stat(e, "ftl", "gc_page_copies"), >, 0);
+    if (!strstr(props, "dftl")) {   /* dftl's translation-page copies are not a stream's */
+        g_assert_cmpuint(gc, ==, unit_stat(e, "ftl", "gc_page_copies"));
+    }
+    g_assert_cmpuint(unit_stat(e, "ftl.placement", "open_streams"), ==, 5);
+    g_rand_free(r);
+    g_free(tag);
+    nh_engine_free(e);
+}
+
+static void test_fronts_page(void)
+{
+    frontier_invariants("ftl=page,streams=5,physical-streams=4," SMALL);
+}
+
+static void test_fronts_dftl(void)
+{
+    frontier_invariants("ftl=dftl,cmt-size=4K,streams=5,physical-streams=4," SMALL);
+}
+
+/* The members at @path of documents @a and @b are equal (as JSON text). */
+static void same(const char *a, const char *b, const char *path)
+{
+    JsonNode *x = unit_json(a, path), *y = unit_json(b, path);
+    char *sx = json_to_string(x, FALSE), *sy = json_to_string(y, FALSE);
+
+    if (strcmp(sx, sy)) {
+        g_error("%s differs: %s, %s", path, sx, sy);
+    }
+    g_free(sx);
+    g_free(sy);
+    json_node_unref(x);
+    json_node_unref(y);
+}
+
+/* Streams open and DStream's clusters survive a save and a load. */
+static void state_with(const char *props)
+{
+    char *dir = g_dir_make_tmp("nh-placement-XXXXXX", NULL);
+    char *path = g_build_filename(dir, "state", NULL);
+    NhEngine *a = unit_engine(props, 8 * MIB), *b = unit_engine(props, 8 * MIB);
+    char *want, *got;
+
+    for (int i = 0; i < 6000; i++) {
+        io(a, NH_OP_WRITE, (uint64_t)(i * 7919) % 2000, 1, (uint16_t)(1 + i % 3));
+    }
+    nh_engine_stream_release(a, 3);
+    g_assert_true(nh_engine_save(a, path, NULL, 0, NULL));
+    g_assert_true(nh_engine_load(b, path, NULL, NULL, NULL));
+    unit_check(b);
+    want = nh_engine_stats_json(a, false);
+    got = nh_engine_stats_json(b, false);
+    same(want, got, "ftl.placement");
+    g_assert_cmpuint(unit_stat(b, "ftl.placement", "open_streams"), ==, 2);
+    for (uint64_t lpn = 0; lpn < 2000; lpn++) {
+        g_assert_cmpint(a->ops->stream_of(a->ftl, lpn), ==, b->ops->stream_of(b->ftl, lpn));
+    }
+    /* the restored open flags: releasing 3 again does nothing, releasing 1 counts */
+    nh_engine_stream_release(b, 3);
+    nh_engine_stream_release(b, 1);
+    g_assert_cmpuint(unit_stat(b, "ftl.placement", "releases"), ==, 2);
+    nh_engine_stream_release(a, 1);
+    /* both continue alike */
+    for (int i = 0; i < 3000; i++) {
+        io(a, NH_OP_WRITE, (uint64_t)(i * 104729) % 2000, 1, (uint16_t)(1 + i % 2));
+        io(b, NH_OP_WRITE, (uint64_t)(i * 104729) % 2000, 1, (uint16_t)(1 + i % 2));
+    }
+    unit_check(b);
+    g_free(want);
+    g_free(got);
+    want = nh_engine_stats_json(a, false);
+    got = nh_engine_stats_json(b, false);
+    same(want, got, "ftl.placement.host_pages");
+    same(want, got, "ftl.placement.k_series");
+    g_unlink(path);
+    g_rmdir(dir);
+    g_free(want);
+    g_free(got);
+    g_free(path);
+    g_free(dir);
+    nh_engine_free(a);
+    nh_engine_free(b);
+}
+
+static void test_state(void)
+{
+    state_with("ftl=page,streams=3," SMALL);
+    state_with("ftl=dftl,cmt-size=4K,streams=3," SMALL);
+    state_with("ftl=dftl,streams=3,stream-map=dstream,physical-streams=4,stream-buffer=4K,"
+               "dstream-memory=24K,dstream-partitions=8,dstream-timestamp=64," SMALL);
+}
+
+/* Two streams: a hot tenth of the space rewritten nine times as often as the cold rest.
+ * Tagged, hot and cold pages fill blocks of their own, and GC finds hot blocks nearly empty. */
+static double hot_cold_waf(const char *ftl, bool tagged)
+{
+    char *props = g_strdup_printf("ftl=%s,cmt-size=64K,%s,channels=1,ways=1,pages=64,op=10",
+                                  ftl, tagged ? "streams=2" : "streams=0");
+    NhEngine *e = unit_engine(props, 16 * MIB);
+    uint64_t n = 16 * MIB / 4096, hot = n / 10;
+    GRand *r = g_rand_new_with_seed(3);
+    double waf;
+    char *js;
+
+    for (uint64_t lpn = 0; lpn < n; lpn++) {
+        io(e, NH_OP_WRITE, lpn, 1, tagged ? (lpn < hot ? 1 : 2) : 0);
+    }
+    nh_engine_stats_reset(e);
+    for (int i = 0; i < 40000; i++) {
+        bool h = g_rand_int_range(r, 0, 10) < 9;
+        uint64_t lpn = h ? g_rand_int_range(r, 0, (gint32)hot)
+                         : g_rand_int_range(r, (gint32)hot, (gint32)n);
+        io(e, NH_OP_WRITE, lpn, 1, tagged ? (h ? 1 : 2) : 0);
+    }
+    unit_check(e);
+    js = nh_engine_stats_json(e, false);
+    waf = unit_json_number(js, "waf");
+    g_free(js);
+    g_rand_free(r);
+    g_free(props);
+    nh_engine_free(e);
+    return waf;
+}
+
+static void test_hot_cold(void)
+{
+    const char *ftls[] = { "page", "dftl" };
+    for (size_t i = 0; i < G_N_ELEMENTS(ftls); i++) {
+        double untagged = hot_cold_waf(ftls[i], false), tagged = hot_cold_waf(ftls[i], true);
+        g_test_message("hot/cold %s: WAF untagged %.3f, tagged (2 streams) %.3f", ftls[i],
+                       untagged, tagged);
+        g_assert_cmpfloat(tagged, <, untagged);
+    }
+}
+
+static void refused(const char *props, const char *key)
+{
+    NhConfig c;
+    GError *err = NULL;
+    NhEngine *e;
+
+    nh_config_defaults(&c);
+    if (nh_config_parse(&c, props, &err)) {
+        e = nh_engine_new(&c, 8 * MIB, &err);
+        if (e) {
+            g_error("%s was accepted", props);
+        }
+    }
+    g_assert_nonnull(err);
+    if (!g_str_has_prefix(err->message, key)) {
+        g_error("%s: '%s' does not name %s", props, err->message, key);
+    }
+    g_error_free(err);
+}
+
+static void test_refusals(void)
+{
+    NhEngine *e = unit_engine("ftl=page,streams=2," SMALL, 8 * MIB);
+    NhRequest q = { .op = NH_OP_WRITE, .offset = 0, .length = 4096, .stream = 3 };
+    uint64_t done;
+    GError *err = NULL;
+
+    refused("ftl=bast,streams=2," SMALL, "streams:");
+    refused("ftl=fast,stream-map=dstream," SMALL, "stream-map:");
+    refused("ftl=sast,streams=1," SMALL, "streams:");
+    refused("ftl=page,physical-streams=4," SMALL, "physical-streams:");
+    refused("ftl=page,streams=2,dstream-partitions=9," SMALL, "dstream-partitions:");
+    refused("ftl=page,stream-map=dstream,dstream-memory=1M," SMALL, "dstream-memory:");
+    refused("ftl=dftl,stream-map=dstream,stream-buffer=64K,dstream-memory=1M," SMALL,
+            "dstream-memory:");
+    refused("ftl=page,streams=2,buffer=lru," SMALL, "streams:");
+    refused("ftl=page,physical-streams=17," SMALL, "physical-streams:");
+    g_assert_cmpuint(nh_engine_stream_limit(e), ==, 2);
+    g_assert_false(nh_engine_submit(e, &q, 0, &done, &err));
+    g_assert_nonnull(strstr(err->message, "stream 3"));
+    g_error_free(err);
+    nh_engine_free(e);
+    e = unit_engine("ftl=bast," SMALL, 8 * MIB);
+    g_assert_cmpuint(nh_engine_stream_limit(e), ==, 0);
+    nh_engine_free(e);
+}
+
+/* ------------------------------------------------------------------ k-means known answers */
+
+static void kmeans_expect(const NhKmeans *km, const uint8_t *assign, uint32_t n, uint32_t k,
+                          const double *cent, const uint8_t *want)
+{
+    GString *s = g_string_new(NULL);
+
+    for (uint32_t j = 0; j < km->k; j++) {
+        g_string_append_printf(s, " %g", km->cent[j]);
+    }
+    g_test_message("k = %u, centroids%s", km->k, s->str);
+    g_string_free(s, TRUE);
+    g_assert_cmpuint(km->k, ==, k);
+    for (uint32_t j = 0; j < k; j++) {
+        g_assert_cmpfloat_with_epsilon(km->cent[j], cent[j], 1e-9);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        g_assert_cmpuint(assign[i], ==, want[i]);
+    }
+}
+
+static void test_kmeans(void)
+{
+    uint8_t a[5];
+
+    /* first step: kmax = 4 centroids at the quantiles of {0, 0, 10, 10}: 0 0 10 10; Dmin = 0
+     * (the two zeros), the farthest element is 0 away: 0 >= 0 merges them (no members in the
+     * second: centroid 0) */
+    {
+        NhKmeans km = { .kmax = 4 };
+        double x[] = { 0, 0, 10, 10 };
+        g_assert_cmpint(nh_kmeans_step(&km, x, 4, a), ==, -1);
+        kmeans_expect(&km, a, 4, 3, (double[]){ 0, 10, 10 }, (uint8_t[]){ 0, 0, 1, 1 });
+        /* again: the two tens merge */
+        g_assert_cmpint(nh_kmeans_step(&km, x, 4, a), ==, -1);
+        kmeans_expect(&km, a, 4, 2, (double[]){ 0, 10 }, (uint8_t[]){ 0, 0, 1, 1 });
+        /* Dmin = 10, every element on its centroid: a cluster at the mean of the two
+         * hottest, (0 + 10) / 2 = 5, which no element is nearest to */
+        g_assert_cmpint(nh_kmeans_step(&km, x, 4, a), ==, 1);
+        kmeans_expect(&km, a, 4, 3, (double[]){ 0, 5, 10 }, (uint8_t[]){ 0, 0, 2, 2 });
+    }
+    /* {0, 4, 6, 10} from 2, 8: stable (means 2 and 8); Dmin = 6, farthest 2 < 6: add
+     * (2 + 8) / 2 = 5; 4 and 6 now nearest to 5 */
+    {
+        NhKmeans km = { .kmax = 16, .k = 2, .cent = { 2, 8 } };
+        double x[] = { 0, 4, 6, 10 };
+        g_assert_cmpint(nh_kmeans_step(&km, x, 4, a), ==, 1);
+        kmeans_expect(&km, a, 4, 3, (double[]){ 2, 5, 8 }, (uint8_t[]){ 0, 1, 1, 2 });
+    }
+    /* {0, 2, 12, 28} from 0, 2, 20: 12 is nearest to 20 (8 < 10), stable; Dmin = 2 (0..2),
+     * 12 lies 8 from its centroid: 8 >= 2 merges 0 and 2 into their mean 1 */
+    {
+        NhKmeans km = { .kmax = 16, .k = 3, .cent = { 0, 2, 20 } };
+        double x[] = { 0, 2, 12, 28 };
+        g_assert_cmpint(nh_kmeans_step(&km, x, 4, a), ==, -1);
+        kmeans_expect(&km, a, 4, 2, (double[]){ 1, 20 }, (uint8_t[]){ 0, 0, 1, 1 });
+    }
+    /* k = 1 with {1, 3, 5, 7, 9}: mean 5, Dmin undefined (infinite): add at the mean of the
+     * centroid and the hottest element, (5 + 9) / 2 = 7; at kmax = 1 nothing changes */
+    {
+        NhKmeans km = { .kmax = 2, .k = 1, .cent = { 0 } };
+        double x[] = { 1, 3, 5, 7, 9 };
+        g_assert_cmpint(nh_kmeans_step(&km, x, 5, a), ==, 1);
+        kmeans_expect(&km, a, 5, 2, (double[]){ 5, 7 }, (uint8_t[]){ 0, 0, 0, 1, 1 });
+        km.kmax = 1;
+        km.k = 1;
+        g_assert_cmpint(nh_kmeans_step(&km, x, 5, a), ==, 0);
+        kmeans_expect(&km, a, 5, 1, (double[]){ 5 }, (uint8_t[]){ 0, 0, 0, 0, 0 });
+    }
+}
+
+/* ------------------------------------------------------------------ DFTL cache resize */
+
+/* Random resizes between random I/O: the full check (every mapping not dirty in the CMT is on
+ * flash, lists and hash agree) after each, and every written page still mapped. */
+static void test_resize(void)
+{
+    NhEngine *e = unit_engine("ftl=dftl,stream-map=dstream,stream-buffer=4K,dstream-memory=72K,"
+                              "dstream-partitions=16,dstream-timestamp=32," SMALL, 8 * MIB);
+    Dftl *f = e->ftl;
+    uint64_t n = 8 * MIB / 4096;
+    bool *written = g_new0(bool, n);
+    GRand *r = g_rand_new_with_seed(5);
+    uint64_t changes;
+
+    for (int round = 0; round < 300; round++) {
+        for (int i = 0; i < 50; i++) {
+            uint64_t lpn = g_rand_int_range(r, 0, (gint32)n);
+            if (g_rand_int_range(r, 0, 3)) {
+                io(e, NH_OP_WRITE, lpn, 1, 0);
+                written[lpn] = true;
+            } else {
+                io(e, NH_OP_READ, lpn, 1, 0);
+            }
+        }
+        dftl_cmt_resize(f, g_rand_int_range(r, 1, (gint32)f->maxcap + 1), now);
+        unit_check(e);
+    }
+    for (uint64_t lpn = 0; lpn < n; lpn++) {
+        g_assert_cmpint(nh_engine_is_mapped(e, lpn * 4096), ==, written[lpn]);
+    }
+    changes = unit_stat(e, "ftl.placement", "k_changes");
+    g_test_message("%" G_GUINT64_FORMAT " timestamps, k changed %" G_GUINT64_FORMAT
+                   " times, k now %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT " samples",
+                   unit_stat(e, "ftl.placement", "timestamps"), changes,
+                   unit_stat(e, "ftl.placement", "k"), unit_stat(e, "ftl.placement", "samples"));
+    g_assert_cmpuint(changes, >, 0);
+    g_assert_cmpuint(unit_stat(e, "ftl.placement", "sample_stride"), >, 1);
+    g_rand_free(r);
+    g_free(written);
+    nh_engine_free(e);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/placement/fronts/page", test_fronts_page);
+    g_test_add_func("/placement/fronts/dftl", test_fronts_dftl);
+    g_test_add_func("/placement/state", test_state);
+    g_test_add_func("/placement/hot-cold", test_hot_cold);
+    g_test_add_func("/placement/refusals", test_refusals);
+    g_test_add_func("/placement/kmeans", test_kmeans);
+    g_test_add_func("/placement/resize", test_resize);
+    return g_test_run();
+}
