@@ -508,3 +508,34 @@ def test_without_placement_only_identify_is_supported(vm, nvme, ioq):
                   "Release Identifier when not supported")
     assert write(nvme, ioq, 0, b"\x11" * 512, dtype=1, dspec=1).ok
     assert_still_works(vm, nvme)
+
+
+# -- robustness ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_directives_keep_state_consistent(svm, dev, q, seed):
+    """Seeded random Directive Send/Receive (any DTYPE, DOPER, NSID, NUMD,
+    CDW12) and writes with random DTYPE/DSPEC: every command completes, QEMU
+    keeps running, and the streams state stays within its limits."""
+    import random
+    rng = random.Random(seed)
+    nsids = [0, 1, 1, 1, 2, ALL]
+    for _ in range(300):
+        kind = rng.random()
+        dtype, doper = rng.choice([0, 1, 1, 1, 2, 0xFF]), rng.choice([0, 1, 1, 2, 2, 3, 4])
+        if kind < 0.35:
+            recv(dev, dtype, doper, 64, nsid=rng.choice(nsids),
+                 cdw12=rng.choice([0, 1, 3, MSL, 0xFFFF]), numd=rng.choice([0, 1, 15]))
+        elif kind < 0.6:
+            send(dev, dtype, doper, nsid=rng.choice(nsids), dspec=rng.randrange(0x10000),
+                 cdw12=rng.choice([0, 0x100, 0x101, 0x101, 0x101, 0x201]))
+        else:
+            write(dev, q, rng.randrange(1024), b"\x14" * 512, dtype=rng.choice([0, 1, 1, 2]),
+                  dspec=rng.choice([0, 1, 2, MSL, MSL + 1, rng.randrange(0x10000)]))
+    assert_still_works(svm, dev)
+    if not identify_params(dev)[1] & 0b10:
+        assert enable(dev).ok
+    ids, p = open_streams(dev), stream_params(dev)
+    assert ids == sorted(set(ids)) and len(ids) == p["nso"]
+    assert p["nso"] <= (p["nsa"] or p["nssa"]) <= MSL and p["nsa"] + p["nssa"] == MSL
