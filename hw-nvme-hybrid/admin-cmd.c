@@ -171,7 +171,8 @@ static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
     id->ver = cpu_to_le32(n->vs);
     id->oaes = cpu_to_le32(0);
     id->cntrltype = 1;                          /* I/O controller */
-    id->oacs = cpu_to_le16(NVME_OACS_DBCS);     /* Doorbell Buffer Config */
+    id->oacs = cpu_to_le16(NVME_OACS_DBCS |     /* Doorbell Buffer Config */
+                           NVME_OACS_DIRECTIVES);
     id->acl = 3;                                /* 4 concurrent Aborts */
     id->aerl = NHC_AERL;
     id->frmw = NVME_FRMW_SLOT1_RO | (1 << 1);   /* one slot, read-only */
@@ -481,6 +482,8 @@ uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req)
     case NVME_ADM_CMD_GET_FEATURES: return nhc_admin_get_features(n, req);
     case NVME_ADM_CMD_ASYNC_EV_REQ: return nhc_admin_async_event_request(n, req);
     case NVME_ADM_CMD_DBBUF_CONFIG: return nhc_admin_doorbell_buffer_config(n, req);
+    case NVME_ADM_CMD_DIRECTIVE_SEND: return nhc_admin_directive_send(n, req);
+    case NVME_ADM_CMD_DIRECTIVE_RECV: return nhc_admin_directive_receive(n, req);
     case NHC_ADM_BA_PIN:            return nhc_admin_ba_pin(n, req);
     case NHC_ADM_BA_GET_ENTRY_INFO: return nhc_admin_ba_get_entry_info(n, req);
     case NHC_ADM_BA_SYNC:           return nhc_admin_ba_sync(n, req);

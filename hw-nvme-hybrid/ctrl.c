@@ -114,6 +114,7 @@ void nhc_ctrl_reset(NhcCtrl *n)
     n->aer_mask = 0;
     n->dbbuf_dbs = n->dbbuf_eis = 0;
     nhc_features_default(n);
+    nhc_dir_reset(n);
     pci_irq_deassert(PCI_DEVICE(n));
     if (QTAILQ_EMPTY(&n->dying_sqs)) {
         nhc_ctrl_reset_done(n);
@@ -251,6 +252,7 @@ static void nhc_free(NhcCtrl *n)
     g_clear_pointer(&n->cq, g_free);
     g_clear_pointer(&n->features.vector_no_coalescing, g_free);
     g_clear_pointer(&n->vendor_log, g_byte_array_unref);
+    g_clear_pointer(&n->dir, nhc_dir_free);
     g_clear_pointer(&n->engine, nh_engine_free);
 }
 
@@ -277,6 +279,7 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
         return;
     }
     n->vwc_present = n->backend_wc || nh_engine_volatile_write_cache(n->engine);
+    nhc_dir_realize(n);
     n->wce = true;
     n->num_queues = n->max_ioqpairs + 1;
     n->sq = g_new0(NhcSQ *, n->num_queues);

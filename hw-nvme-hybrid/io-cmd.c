@@ -163,11 +163,12 @@ uint16_t nhc_dma_from_host(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd)
 
 /* ------------------------------------------------------------------------------ model */
 
-/* Model one request in the engine; *done receives its completion time. */
+/* Model one request (on engine stream @stream, 0: none) in the engine; *done receives its
+ * completion time. */
 static uint16_t nhc_io_engine(NhcCtrl *n, NhOp op, uint64_t off, uint64_t len, uint32_t flags,
-                              int64_t now, uint64_t *done)
+                              uint16_t stream, int64_t now, uint64_t *done)
 {
-    NhRequest r = { .op = op, .flags = flags, .offset = off, .length = len };
+    NhRequest r = { .op = op, .flags = flags, .offset = off, .length = len, .stream = stream };
     g_autoptr(GError) err = NULL;
 
     if (!nh_engine_submit(n->engine, &r, now, done, &err)) {
@@ -204,11 +205,11 @@ static void nhc_io_arm(NhcCtrl *n, NhcReq *req, int64_t now, uint64_t done, int 
 
 /* The common case: one engine request, one block-layer operation. */
 static uint16_t nhc_io_model(NhcCtrl *n, NhcReq *req, NhOp op, uint64_t off, uint64_t len,
-                             uint32_t flags)
+                             uint32_t flags, uint16_t stream)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     uint64_t done;
-    uint16_t status = nhc_io_engine(n, op, off, len, flags, now, &done);
+    uint16_t status = nhc_io_engine(n, op, off, len, flags, stream, now, &done);
 
     if (status) {
         return status;
@@ -369,10 +370,14 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
      * the engine defers background cleaning (seed 001's priority-aware cleaning). */
     uint32_t prio = (rw->dsmgmt & 0x30) == NVME_RW_DSM_LATENCY_LOW ? NH_REQ_PRIORITY : 0;
     uint64_t off, len;
+    uint16_t stream = 0;
     uint16_t status = nhc_rw_check_and_map(n, req, write, &off, &len);
 
     trace_nhc_io_rw(le16_to_cpu(rw->cid), write, le64_to_cpu(rw->slba),
                     le16_to_cpu(rw->nlb) + 1, fua);
+    if (!status && write) {
+        status = nhc_io_write_stream(n, req, &stream);     /* directives.c */
+    }
     if (status) {
         return status;
     }
@@ -382,7 +387,7 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
         req->lba_hi = (off + len) >> n->lba_shift;
     }
     status = nhc_io_model(n, req, write ? NH_OP_WRITE : NH_OP_READ, off, len,
-                          (fua ? NH_REQ_FUA : 0) | prio);
+                          (fua ? NH_REQ_FUA : 0) | prio, stream);
     if (status != NHC_ASYNC) {
         return status;
     }
@@ -443,7 +448,7 @@ static uint16_t nhc_io_compare(NhcCtrl *n, NhcReq *req)
     if (status) {
         return status;
     }
-    status = nhc_io_model(n, req, NH_OP_READ, off, len, 0);
+    status = nhc_io_model(n, req, NH_OP_READ, off, len, 0, 0);
     if (status != NHC_ASYNC) {
         return status;
     }
@@ -474,7 +479,7 @@ static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
     }
     req->lba_lo = slba;
     req->lba_hi = slba + nlb;
-    status = nhc_io_model(n, req, deac ? NH_OP_TRIM : NH_OP_WRITE, off, len, 0);
+    status = nhc_io_model(n, req, deac ? NH_OP_TRIM : NH_OP_WRITE, off, len, 0, 0);
     if (status != NHC_ASYNC) {
         return status;
     }
@@ -564,7 +569,7 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
         req->lba_lo = MIN(req->lba_lo, le64_to_cpu(ranges[i].slba));
         req->lba_hi = MAX(req->lba_hi, le64_to_cpu(ranges[i].slba) + nlb);
         status = nhc_io_engine(n, NH_OP_TRIM, le64_to_cpu(ranges[i].slba) << n->lba_shift,
-                               nlb << n->lba_shift, 0, now, &t);
+                               nlb << n->lba_shift, 0, 0, now, &t);
         if (status) {
             return status;
         }
@@ -581,7 +586,7 @@ static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
     uint16_t status;
 
     trace_nhc_io_flush(le16_to_cpu(req->cmd.cid));
-    status = nhc_io_model(n, req, NH_OP_FLUSH, 0, 0, 0);
+    status = nhc_io_model(n, req, NH_OP_FLUSH, 0, 0, 0, 0);
     if (status != NHC_ASYNC) {
         return status;
     }

@@ -12,6 +12,7 @@
  *   state.c      persistence of engine and SMART state across runs, crash recovery
  *   bar-pm.c     the BAR1 persistent-memory window: PMR registers, BA_* vendor admin
  *                commands, power loss (the logic is in bar-pm/ba-manager.c)
+ *   directives.c Directive Send/Receive, the Identify and Streams directives, write streams
  *
  * Every command handler returns an NVMe status (NVME_* from block/nvme.h, with NVME_DNR where
  * retrying cannot help) or NHC_ASYNC when the request completes later through
@@ -70,6 +71,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
     DEFINE_PROP_UINT32("ba-cap-volt", NhcCtrl, ba_cap_volt, 35)
 
 typedef struct NhcCtrl NhcCtrl;
+typedef struct NhcDirectives NhcDirectives;
 typedef struct NhcSQ NhcSQ;
 typedef struct NhcCQ NhcCQ;
 
@@ -199,6 +201,7 @@ struct NhcCtrl {
     uint32_t        num_vectors;
 
     NhcFeatures     features;
+    NhcDirectives  *dir;            /* directives and streams state (directives.c) */
     QEMUBH         *fetch_bh;       /* round-robin command fetch (see ctrl.c) */
     uint64_t        dbbuf_dbs, dbbuf_eis;   /* Doorbell Buffer Config (0: not configured) */
 
@@ -332,6 +335,14 @@ uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_sync(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_flush(NhcCtrl *n, NhcReq *req);
+
+/* directives.c */
+void nhc_dir_realize(NhcCtrl *n);
+void nhc_dir_free(NhcDirectives *d);
+void nhc_dir_reset(NhcCtrl *n);
+uint16_t nhc_admin_directive_send(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_admin_directive_receive(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_io_write_stream(NhcCtrl *n, NhcReq *req, uint16_t *tag);
 
 /* state.c */
 char *nhc_file_property(NhcCtrl *n, const char *prop, const char *suffix);
