@@ -454,9 +454,10 @@ HyFtl *hy_new(const NhFtlEnv *env, HyPlaceFn place, uint32_t nsets, uint32_t cap
         order[i] = ((ch * g->ways + way) * g->dies + die) * g->planes + plane;
         h->rank[order[i]] = i;
     }
-    /* equal wear: an array in key order is a heap; load re-heaps on the restored wear */
+    /* Pushed, not laid out in key order: after an unclean restart the FTL is created on the
+     * restored erase counts and no load re-heaps them. */
     for (uint64_t i = 0; i < h->nblocks; i++) {
-        h->heap[h->nfree++] = order[i % g->npu] * g->blocks + (uint32_t)(i / g->npu);
+        heap_push(h, order[i % g->npu] * g->blocks + (uint32_t)(i / g->npu));
     }
     g_free(order);
     return h;
