@@ -581,6 +581,13 @@ static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
     uint16_t status;
 
     trace_nhc_io_flush(le16_to_cpu(req->cmd.cid));
+    if (n->x_flush_no_drain) {
+        /* test only (x-flush-no-drain): the buffer keeps its dirty pages */
+        int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        nhc_io_arm(n, req, now, now, 1);
+        nhc_backend_flush(n, req, nhc_req_backend_cb);
+        return NHC_ASYNC;
+    }
     status = nhc_io_model(n, req, NH_OP_FLUSH, 0, 0, 0);
     if (status != NHC_ASYNC) {
         return status;

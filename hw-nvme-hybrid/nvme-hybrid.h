@@ -177,6 +177,9 @@ struct NhcCtrl {
     bool            vwc_present;
     bool            backend_wc;     /* the backend cached writes at realize */
     bool            wce;            /* Set Features 06h: write cache enabled */
+    /* Test only (x-flush-no-drain): Flush completes without draining the engine's volatile
+     * write buffer, a deliberately broken durability rule for scripts/powercut-campaign. */
+    bool            x_flush_no_drain;
 
     /* controller registers */
     uint64_t        cap;
