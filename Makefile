@@ -7,6 +7,7 @@
 #   make demo       build everything, boot a guest with the device and show it working
 #   make check      build everything and run every test (unit, qtest, guest end to end)
 #   make check-slow long soak tests and benchmarks (not part of check)
+#   make powercut   power-cut campaign, POWERCUT_ROUNDS rounds (scripts/powercut-campaign)
 BUILD      := build
 PYTEST     := $(BUILD)/venv/bin/pytest
 # QEMU compiles with -g; without this ccache would key every object on the clone's directory.
@@ -14,7 +15,7 @@ export CCACHE_NOHASHDIR := 1
 export CCACHE_BASEDIR := $(CURDIR)
 MESON      := $(BUILD)/venv/bin/meson
 
-.PHONY: all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
+.PHONY: powercut all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
 
 all: $(BUILD)/.configured
 	ninja -C $(BUILD)
@@ -60,6 +61,15 @@ check-guest: all guest
 
 check-slow: all guest
 	$(PYTEST) -q -m slow tests/guest
+
+# A long power-cut campaign (about 20 s a round under TCG): the summary line and
+# $(BUILD)/powercut.json; POWERCUT_ARGS passes more options (--seed S, --ftl F, ...).
+POWERCUT_ROUNDS ?= 100
+POWERCUT_ARGS   ?=
+powercut: all
+	guest-images/build
+	scripts/powercut-campaign $(POWERCUT_ROUNDS) --dir $(BUILD)/powercut \
+	    --json $(BUILD)/powercut.json $(POWERCUT_ARGS)
 
 bench: all guest
 	scripts/bench-overhead

@@ -236,6 +236,7 @@ static void nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, ui
     n->state_changed = true;            /* counters moved: the next checkpoint saves them */
     if (to_lbas) {
         nhc_state_touch(n);
+        nhc_undo_drop(n, slba, len >> n->lba_shift);    /* a FUA write */
     }
     if (done > (uint64_t)now) {
         req->pending++;

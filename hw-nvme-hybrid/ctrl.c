@@ -355,6 +355,27 @@ static void nhc_set_power_cut(Object *obj, bool value, Error **errp)
     _exit(0);
 }
 
+/*
+ * Test only: the engine's full consistency check (nh_engine_check: mapping both ways, valid
+ * counts, block accounting, NAND discipline) on the model as it is now, e.g. right after a
+ * start restored or rebuilt it.  "ok", or what is inconsistent.  Walks every page: slow on a
+ * large device.  scripts/powercut-campaign reads it over QMP.
+ */
+static void nhc_get_x_check(Object *obj, Visitor *v, const char *name, void *opaque,
+                            Error **errp)
+{
+    NhcCtrl *n = NVME_HYBRID(obj);
+    g_autoptr(GError) err = NULL;
+    g_autofree char *res = NULL;
+
+    if (!n->engine) {
+        error_setg(errp, "x-check: the device is not realized");
+        return;
+    }
+    res = nh_engine_check(n->engine, &err) ? g_strdup("ok") : g_strdup(err->message);
+    visit_type_str(v, name, &res, errp);
+}
+
 static void nhc_get_stats(Object *obj, Visitor *v, const char *name, void *opaque,
                           Error **errp)
 {
@@ -408,6 +429,7 @@ static const Property nhc_props[] = {
     DEFINE_PROP_UINT32("lba-size", NhcCtrl, lba_size, 512),
     DEFINE_PROP_UINT32("queues", NhcCtrl, max_ioqpairs, 64),
     DEFINE_PROP_STRING("state-file", NhcCtrl, state_file),
+    DEFINE_PROP_BOOL("x-flush-no-drain", NhcCtrl, x_flush_no_drain, false),
     NHC_BA_PROPERTIES,
 };
 
@@ -452,6 +474,12 @@ static void nhc_class_init(ObjectClass *oc, void *data)
     object_class_property_set_description(oc, "power-cut",
         "write true: power fails now (the capacitors save the BAR1 window, volatile state "
         "is lost, QEMU stops at once); see docs/bar-pm.md");
+    object_class_property_add(oc, "x-check", "str", nhc_get_x_check, NULL, NULL, NULL);
+    object_class_property_set_description(oc, "x-check",
+        "test only: run the engine's consistency check now; \"ok\" or what is wrong");
+    object_class_property_set_description(oc, "x-flush-no-drain",
+        "test only, breaks durability: Flush does not drain the volatile write buffer "
+        "(for scripts/powercut-campaign's self-test)");
     object_class_property_set_description(oc, "stats",
         "engine statistics as one JSON document (see docs/statistics.md)");
 }

@@ -166,6 +166,7 @@ static uint16_t nhc_set_write_cache(NhcCtrl *n, NhcReq *req, bool enable)
         return NVME_SUCCESS;
     }
     nh_engine_submit(n->engine, &flush, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), &done, NULL);
+    nhc_undo_clear(n);
     req->pending = 1;
     nhc_backend_flush(n, req, nhc_req_backend_cb);
     return NHC_ASYNC;

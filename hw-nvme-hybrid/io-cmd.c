@@ -294,6 +294,31 @@ static void nhc_io_rw_sync(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, 
     nhc_req_backend_cb(req, ret);
 }
 
+/* The old bytes of a write's LBAs are in req->bounce (state.c, nhc_undo_*): keep them, then
+ * write the new ones. */
+static void nhc_io_write_kept_cb(void *opaque, int ret)
+{
+    NhcReq *req = opaque;
+    NhcCtrl *n = req->sq->n;
+    uint64_t off = req->lba_lo << n->lba_shift, len = req->bounce_len;
+    bool was = nhc_guard_enter(n);
+
+    req->aiocb = NULL;
+    if (ret < 0 || req->aborted) {
+        nhc_req_backend_done(req, ret);
+    } else {
+        nhc_undo_keep(n, req->undo_epoch, req->lba_lo, req->lba_hi - req->lba_lo,
+                      req->bounce);
+        if (icount_enabled()) {
+            nhc_io_rw_sync(n, req, off, len, true, false);
+        } else {
+            req->aiocb = dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE,
+                                       nhc_req_backend_cb, req);
+        }
+    }
+    nhc_guard_exit(n, was);
+}
+
 /*
  * Move @iov to (@write) or from the backend at @off for @req; @cb runs when it is done, at once
  * under -icount (see above).  Commands that are not NVM I/O (the BAR1 window's) use this, so no
@@ -372,6 +397,7 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     uint64_t off, len;
     uint16_t stream = 0;
     uint16_t status = nhc_rw_check_and_map(n, req, write, &off, &len);
+    bool keep = false, old_data = false;
 
     trace_nhc_io_rw(le16_to_cpu(rw->cid), write, le64_to_cpu(rw->slba),
                     le16_to_cpu(rw->nlb) + 1, fua);
@@ -385,6 +411,9 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     if (write) {
         req->lba_lo = off >> n->lba_shift;
         req->lba_hi = (off + len) >> n->lba_shift;
+        /* before the engine models it: whether the LBAs hold data is the old mapping's say */
+        keep = !fua && nhc_undo_wanted(n, off, len, &old_data);
+        req->undo_epoch = n->undo_epoch;
     }
     status = nhc_io_model(n, req, write ? NH_OP_WRITE : NH_OP_READ, off, len,
                           (fua ? NH_REQ_FUA : 0) | prio, stream);
@@ -394,6 +423,18 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     if (write) {
         n->smart.host_write_cmds++;
         n->smart.data_units_written += len >> 9;
+        if (fua) {
+            nhc_undo_drop(n, req->lba_lo, req->lba_hi - req->lba_lo);
+        } else if (keep && !old_data) {
+            nhc_undo_keep(n, req->undo_epoch, req->lba_lo, req->lba_hi - req->lba_lo, NULL);
+        } else if (keep) {
+            /* read what the LBAs hold first (nhc_io_write_kept_cb writes the new bytes) */
+            req->bounce_len = len;
+            req->bounce = g_malloc(len);
+            qemu_iovec_init_buf(&req->iov, req->bounce, len);
+            nhc_backend_rw(n, req, off, &req->iov, false, 0, nhc_io_write_kept_cb);
+            return NHC_ASYNC;
+        }
     } else {
         n->smart.host_read_cmds++;
         n->smart.data_units_read += len >> 9;
@@ -483,6 +524,7 @@ static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
     if (status != NHC_ASYNC) {
         return status;
     }
+    nhc_undo_drop(n, slba, nlb);     /* zeroes either way: nothing older to fall back to */
     n->smart.host_write_cmds++;
     if (icount_enabled()) {
         nhc_req_backend_cb(req, blk_pwrite_zeroes(n->blkconf.blk, off, len,
@@ -573,6 +615,7 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
         if (status) {
             return status;
         }
+        nhc_undo_drop(n, le64_to_cpu(ranges[i].slba), nlb);
         done = MAX(done, t);
     }
     nhc_io_arm(n, req, now, done, 1);
@@ -586,10 +629,18 @@ static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
     uint16_t status;
 
     trace_nhc_io_flush(le16_to_cpu(req->cmd.cid));
+    if (n->x_flush_no_drain) {
+        /* test only (x-flush-no-drain): the buffer keeps its dirty pages */
+        int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        nhc_io_arm(n, req, now, now, 1);
+        nhc_backend_flush(n, req, nhc_req_backend_cb);
+        return NHC_ASYNC;
+    }
     status = nhc_io_model(n, req, NH_OP_FLUSH, 0, 0, 0, 0);
     if (status != NHC_ASYNC) {
         return status;
     }
+    nhc_undo_clear(n);               /* the buffer holds nothing dirty now */
     nhc_backend_flush(n, req, nhc_req_backend_cb);
     return NHC_ASYNC;
 }

@@ -91,6 +91,7 @@ typedef struct NhcReq {
     BlockAIOCB     *aiocb;
     /* LBAs [lba_lo, lba_hi) this request writes (lba_hi 0: none); BA_PIN waits for them */
     uint64_t        lba_lo, lba_hi;
+    uint64_t        undo_epoch;     /* a write keeping the old bytes: n->undo_epoch then */
     /* Its SQ is being deleted: nothing continues it, its completion is not posted. */
     bool            aborted;
     bool            outstanding;    /* on its SQ's out_list */
@@ -179,6 +180,9 @@ struct NhcCtrl {
     bool            vwc_present;
     bool            backend_wc;     /* the backend cached writes at realize */
     bool            wce;            /* Set Features 06h: write cache enabled */
+    /* Test only (x-flush-no-drain): Flush completes without draining the engine's volatile
+     * write buffer, a deliberately broken durability rule for scripts/powercut-campaign. */
+    bool            x_flush_no_drain;
 
     /* controller registers */
     uint64_t        cap;
@@ -225,6 +229,12 @@ struct NhcCtrl {
     bool            state_changed;  /* commands since the last checkpoint */
     QEMUTimer      *checkpoint_timer;
     Notifier        exit_notifier;
+    /* What a power cut falls back to (state.c, nhc_undo_*): LBA -> its bytes before the first
+     * write the volatile buffer may hold since the last Flush (NULL: zeroes). */
+    GHashTable     *undo;
+    uint64_t        undo_epoch;     /* Flushes so far: a capture older than the last is stale */
+    uint64_t        undo_bytes;
+    bool            undo_full;      /* capped since the last Flush: LBAs not kept stay new */
 
     /* BAR1 persistent-memory window (bar-pm.c) */
     uint64_t        ba_size;        /* properties; ba_size 0 = no window */
@@ -351,5 +361,9 @@ void nhc_state_save(NhcCtrl *n);
 void nhc_state_touch(NhcCtrl *n);
 void nhc_state_close(NhcCtrl *n);
 void nhc_state_power_loss(NhcCtrl *n);
+bool nhc_undo_wanted(NhcCtrl *n, uint64_t off, uint64_t len, bool *old_data);
+void nhc_undo_keep(NhcCtrl *n, uint64_t epoch, uint64_t lba, uint64_t nlb, const uint8_t *old);
+void nhc_undo_drop(NhcCtrl *n, uint64_t lba, uint64_t nlb);
+void nhc_undo_clear(NhcCtrl *n);
 
 #endif

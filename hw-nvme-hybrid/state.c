@@ -13,6 +13,8 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/error-report.h"
+#include "qemu/cutils.h"
+#include "qemu/units.h"
 #include "qapi/error.h"
 #include "block/block.h"
 #include "block/qapi.h"
@@ -159,6 +161,7 @@ void nhc_state_close(NhcCtrl *n)
     }
     g_free(n->state_path);
     n->state_path = NULL;
+    g_clear_pointer(&n->undo, g_hash_table_destroy);
 }
 
 void nhc_state_save(NhcCtrl *n)
@@ -170,6 +173,7 @@ void nhc_state_save(NhcCtrl *n)
     }
     nhc_state_account_power_on(n);
     nh_engine_drain(n->engine, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    nhc_undo_clear(n);
     trace_nhc_state_save(n->state_path);
     if (!nh_engine_save(n->engine, n->state_path, &n->smart, sizeof(n->smart), &err)) {
         trace_nhc_err_state(n->state_path, err->message);
@@ -193,16 +197,125 @@ void nhc_state_touch(NhcCtrl *n)
     n->state_clean = false;
 }
 
-/* A lost buffered write: its sectors no longer hold what the host wrote.  The emulator keeps no
- * older version to fall back to, so they are deallocated and read back as zeroes. */
+/*
+ * What a power cut falls back to.  A real drive whose volatile buffer loses an overwrite still
+ * returns the older version of those LBAs, the one on flash; the emulator writes through, so
+ * the older bytes are kept here: before a write that the volatile buffer may hold (not FUA)
+ * overwrites LBAs, their current bytes are kept (io-cmd.c), once per LBA from the first such
+ * write after a Flush until the next Flush, when the buffer has nothing dirty left.  A FUA
+ * write, BA_SYNC/BA_FLUSH, Write Zeroes and deallocation drop the LBAs they write (what they
+ * leave is durable, or zeroes).  LBAs that map to no flash page hold zeroes and cost no read.
+ * Kept bytes are capped at NHC_UNDO_MAX until the next Flush; beyond it lost LBAs keep the new
+ * bytes (also what the specification allows for a write not flushed), never zeroes.
+ */
+#define NHC_UNDO_MAX (64 * MiB)
+
+/* Should a write of [off, off + len) that is not FUA keep the old bytes, and do they need a
+ * read (*old_data: some page of the range is mapped)?  Called before the engine models it. */
+bool nhc_undo_wanted(NhcCtrl *n, uint64_t off, uint64_t len, bool *old_data)
+{
+    uint64_t page = nh_engine_config(n->engine)->page_size;
+
+    if (!nh_engine_volatile_write_cache(n->engine)) {
+        return false;
+    }
+    *old_data = false;
+    for (uint64_t o = off - off % page; o < off + len && !*old_data; o += page) {
+        *old_data = nh_engine_is_mapped(n->engine, o);
+    }
+    return true;
+}
+
+/* Keep @old (the LBAs' bytes before the write; NULL: zeroes) for the LBAs not kept yet, unless
+ * a Flush came since the write was modeled (@epoch). */
+void nhc_undo_keep(NhcCtrl *n, uint64_t epoch, uint64_t lba, uint64_t nlb, const uint8_t *old)
+{
+    if (epoch != n->undo_epoch) {
+        return;
+    }
+    if (!n->undo) {
+        n->undo = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+    }
+    for (uint64_t i = 0; i < nlb; i++) {
+        uint64_t key = lba + i;
+        const uint8_t *p = old ? old + (i << n->lba_shift) : NULL;
+
+        if (g_hash_table_contains(n->undo, &key)) {
+            continue;
+        }
+        if (n->undo_bytes >= NHC_UNDO_MAX) {
+            n->undo_full = true;
+            return;
+        }
+        if (p && buffer_is_zero(p, n->lba_size)) {
+            p = NULL;
+        }
+        g_hash_table_insert(n->undo, g_memdup2(&key, sizeof(key)),
+                            p ? g_memdup2(p, n->lba_size) : NULL);
+        n->undo_bytes += n->lba_size;
+    }
+}
+
+static gboolean nhc_undo_in_range(gpointer key, gpointer value, gpointer range)
+{
+    uint64_t l = *(uint64_t *)key, *r = range;
+
+    return l >= r[0] && l < r[1];
+}
+
+/* [lba, lba + nlb) is now durable (FUA) or zeroes: nothing older to fall back to. */
+void nhc_undo_drop(NhcCtrl *n, uint64_t lba, uint64_t nlb)
+{
+    uint64_t range[2] = { lba, lba + nlb };
+
+    if (!n->undo || !g_hash_table_size(n->undo)) {
+        return;
+    }
+    if (nlb > g_hash_table_size(n->undo)) {
+        g_hash_table_foreach_remove(n->undo, nhc_undo_in_range, range);
+        return;
+    }
+    for (uint64_t l = lba; l < lba + nlb; l++) {
+        g_hash_table_remove(n->undo, &l);
+    }
+}
+
+/* A Flush drained the buffer: every write so far is durable. */
+void nhc_undo_clear(NhcCtrl *n)
+{
+    n->undo_epoch++;
+    n->undo_full = false;
+    n->undo_bytes = 0;
+    if (n->undo) {
+        g_hash_table_remove_all(n->undo);
+    }
+}
+
+/* A lost buffered write: its sectors fall back to the bytes they held before it (kept above),
+ * zeroes when they held none (they are deallocated), or, past the cap, the new bytes. */
 static void nhc_state_lost(void *opaque, uint64_t offset, uint64_t length)
 {
     NhcCtrl *n = opaque;
-    int ret = blk_pwrite_zeroes(n->blkconf.blk, offset, length, BDRV_REQ_MAY_UNMAP);
+    uint64_t end = offset + length;
 
-    if (ret < 0) {
-        warn_report("nvme-hybrid: power loss: cannot drop %" PRIu64 " bytes at %" PRIu64 ": %s",
-                    length, offset, strerror(-ret));
+    while (offset < end) {
+        uint64_t lba = offset >> n->lba_shift;
+        uint64_t next = MIN(end, (lba + 1) << n->lba_shift);
+        gpointer old = NULL;
+        bool kept = n->undo && g_hash_table_lookup_extended(n->undo, &lba, NULL, &old);
+        int ret = 0;
+
+        if (old) {
+            ret = blk_pwrite(n->blkconf.blk, offset, next - offset,
+                             (uint8_t *)old + (offset - (lba << n->lba_shift)), 0);
+        } else if (kept || !n->undo_full) {
+            ret = blk_pwrite_zeroes(n->blkconf.blk, offset, next - offset, BDRV_REQ_MAY_UNMAP);
+        }
+        if (ret < 0) {
+            warn_report("nvme-hybrid: power loss: cannot restore %" PRIu64 " bytes at %" PRIu64
+                        ": %s", next - offset, offset, strerror(-ret));
+        }
+        offset = next;
     }
 }
 

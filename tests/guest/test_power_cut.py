@@ -1,7 +1,7 @@
 """An injected power cut (QMP qom-set power-cut=true) with a volatile write buffer: what the host
-had flushed survives; what sat only in the volatile buffer is lost and reads back as zeroes (the
-emulator keeps no older version); a capacitor-backed buffer loses nothing.  The next start
-counts an unsafe shutdown either way."""
+had flushed survives; what sat only in the volatile buffer is lost: LBAs read back what they held
+before (zeroes for LBAs never written, the flushed older version for an overwrite); a
+capacitor-backed buffer loses nothing.  The next start counts an unsafe shutdown either way."""
 import pytest
 
 from conftest import DEVICE_ID, QMP, VmRun, check, seeded_bytes, smart, vm
@@ -26,14 +26,14 @@ exit 0
 """
 
 
-@pytest.mark.parametrize("volatile", ["on", "off"])
-def test_power_cut_drops_volatile_buffer(share, tmp_path, volatile):
+def _cut(share, tmp_path, volatile, script):
+    """Run @script, cut power over QMP once it signals, and return the device's string."""
     (share / "a").write_bytes(seeded_bytes(21, MIB))
     (share / "b").write_bytes(seeded_bytes(22, MIB))
     disk = tmp_path / "d.img"
     qmp_path = tmp_path / "qmp.sock"
     dev = f"buffer=lru,buffer-size=8M,buffer-volatile={volatile},ba-size=0"
-    run = VmRun(CUT, device=dev, disk=disk, size="256M", share=share, qmp=str(qmp_path))
+    run = VmRun(script, device=dev, disk=disk, size="256M", share=share, qmp=str(qmp_path))
     try:
         run.wait_for_file(share / "ready")
         q = QMP(qmp_path)
@@ -46,7 +46,12 @@ def test_power_cut_drops_volatile_buffer(share, tmp_path, volatile):
     finally:
         run.kill()
     assert status != 0, "vm-exec should report that QEMU stopped before the command ended"
+    return dev, disk
 
+
+@pytest.mark.parametrize("volatile", ["on", "off"])
+def test_power_cut_drops_volatile_buffer(share, tmp_path, volatile):
+    dev, disk = _cut(share, tmp_path, volatile, CUT)
     status, out = vm(AFTER, device=dev, disk=disk, size="256M", share=share)
     check(status, out, "run after the power cut")
     assert "a-kept" in out, out
@@ -54,4 +59,31 @@ def test_power_cut_drops_volatile_buffer(share, tmp_path, volatile):
         assert "b-zero" in out and "b-kept" not in out, out
     else:
         assert "b-kept" in out, out
+    assert smart(share, "2")["unsafe_shutdowns"] == smart(share, "1")["unsafe_shutdowns"] + 1
+
+
+# An overwrite the volatile buffer held: a drive still has the flushed older version on flash,
+# so that is what comes back, never zeroes (the device kept the old bytes for the cut).
+OVERWRITE = r"""#guest
+dd if=$S/a of=$DEV bs=1M seek=20 oflag=direct status=none
+nvme flush $DEV
+dd if=$S/b of=$DEV bs=1M seek=20 oflag=direct status=none
+snap 1
+touch $S/ready
+sleep 600
+"""
+
+AFTER_OVERWRITE = r"""#guest
+snap 2
+dd if=$DEV bs=1M skip=20 count=1 iflag=direct status=none > $S/after
+"""
+
+
+def test_power_cut_overwrite_falls_back_to_flushed_version(share, tmp_path):
+    dev, disk = _cut(share, tmp_path, "on", OVERWRITE)
+    status, out = vm(AFTER_OVERWRITE, device=dev, disk=disk, size="256M", share=share)
+    check(status, out, "run after the power cut")
+    got = (share / "after").read_bytes()
+    assert got != bytes(MIB), "the flushed version was lost: the overwritten LBAs read zeroes"
+    assert got == (share / "a").read_bytes(), "neither the flushed nor the lost version"
     assert smart(share, "2")["unsafe_shutdowns"] == smart(share, "1")["unsafe_shutdowns"] + 1
