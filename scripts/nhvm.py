@@ -117,6 +117,23 @@ def ensure_guest(opts=None):
     return out
 
 
+def guest_kernel_args(opts, guest):
+    """The guest's own kernel arguments, with a leading space, or "": a variant
+    NAME's guest-images/NAME/cmdline (the k510 guest's nvme_core.streams=1), or
+    the file `cmdline` in a guest directory given as a path."""
+    given = getattr(opts, "guest", None) or os.environ.get("NVME_HYBRID_GUEST")
+    if not given:
+        return ""
+    path = (os.path.join(guest, "cmdline") if "/" in given
+            else os.path.join(REPO, "guest-images", given, "cmdline"))
+    try:
+        with open(path) as f:
+            args = " ".join(line.split("#", 1)[0].strip() for line in f).split()
+    except FileNotFoundError:
+        return ""
+    return " " + " ".join(args) if args else ""
+
+
 def qemu_img(qemu):
     for c in (os.path.join(os.path.dirname(qemu), "qemu-img"), shutil.which("qemu-img")):
         if c and os.access(c, os.X_OK):
@@ -201,7 +218,7 @@ def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
            "-serial", console,
            "-kernel", os.path.join(guest, "vmlinux"),
            "-initrd", os.path.join(guest, "initrd.img"),
-           "-append", append,
+           "-append", append + guest_kernel_args(opts, guest),
            # snapshot=on: every boot starts from the pristine image, and
            # concurrent guests can share it.
            "-drive", "if=none,id=root,format=raw,snapshot=on,file="

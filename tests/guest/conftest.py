@@ -56,8 +56,10 @@ def _tail(text, n=80):
     return "\n".join(text.splitlines()[-n:])
 
 
-def _vm_exec_args(cmd, device, disk, size, share, timeout, qmp, qemu, fmt):
+def _vm_exec_args(cmd, device, disk, size, share, timeout, qmp, qemu, fmt, guest=None):
     args = [VM_EXEC, "--timeout", str(timeout), "--size", str(size)]
+    if guest:
+        args += ["--guest", guest]
     if device:
         args += ["--device", device]
     if disk:
@@ -81,10 +83,11 @@ class VmRun:
     guest cannot fill a pipe and stall."""
 
     def __init__(self, cmd, device="", disk=None, size="1G", share=None,
-                 timeout=300, qmp=None, qemu="", fmt=None, log=None):
+                 timeout=300, qmp=None, qemu="", fmt=None, log=None, guest=None):
         self.timeout = timeout
         self.log = log or os.path.join(str(share or "/tmp"), "vm-exec.log")
-        self.args = _vm_exec_args(cmd, device, disk, size, share, timeout, qmp, qemu, fmt)
+        self.args = _vm_exec_args(cmd, device, disk, size, share, timeout, qmp, qemu, fmt,
+                                  guest)
         self._out = open(self.log, "wb")
         self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
                                      stdout=self._out, stderr=subprocess.STDOUT)
@@ -134,11 +137,12 @@ class VmRun:
 
 
 def vm(cmd, device="", disk=None, size="1G", share=None, timeout=300, qmp=None,
-       qemu="", fmt=None):
+       qemu="", fmt=None, guest=None):
     """Boot a fresh guest, run the shell script `cmd` in it as root and
     return (status, output), output being stdout then stderr merged as they
     came.  A script starting with the line "#guest" gets GUEST_PRELUDE
-    (needs `share`).  Fails the test, with the guest's output, on timeout."""
+    (needs `share`).  guest: vm-exec's --guest (a variant name), else the
+    default guest.  Fails the test, with the guest's output, on timeout."""
     log = None
     if share is None:
         # No share: keep the log out of the way in a private temp file.
@@ -146,7 +150,7 @@ def vm(cmd, device="", disk=None, size="1G", share=None, timeout=300, qmp=None,
         fd, log = tempfile.mkstemp(prefix="nh-guest-test-", suffix=".log")
         os.close(fd)
     run = VmRun(cmd, device=device, disk=disk, size=size, share=share,
-                timeout=timeout, qmp=qmp, qemu=qemu, fmt=fmt,
+                timeout=timeout, qmp=qmp, qemu=qemu, fmt=fmt, guest=guest,
                 log=log or os.path.join(str(share), "vm-exec.log"))
     try:
         return run.wait()

@@ -54,3 +54,22 @@ def test_watch_outside_tmux_says_how(tmp_path, monkeypatch, capsys):
     assert "scripts/nhtop --qmp %s --record run.jsonl" % sock in err
     opts.watch = None
     assert nhvm.watch_qemu_args(opts, str(tmp_path)) == []
+
+
+def test_guest_kernel_args(tmp_path, monkeypatch):
+    """A variant's guest-images/NAME/cmdline (comments dropped) is added to the
+    kernel command line; the default guest and variants without one get nothing;
+    a guest given as a directory uses its own `cmdline` file."""
+    monkeypatch.delenv("NVME_HYBRID_GUEST", raising=False)
+
+    class Opts:
+        guest = None
+    opts = Opts()
+    assert nhvm.guest_kernel_args(opts, "/nowhere") == ""
+    opts.guest = "k510"
+    assert nhvm.guest_kernel_args(opts, "/nowhere") == " nvme_core.streams=1"
+    opts.guest = "db"
+    assert nhvm.guest_kernel_args(opts, "/nowhere") == ""
+    (tmp_path / "cmdline").write_text("# comment\na=1 b=2  # why\n\nc\n")
+    opts.guest = str(tmp_path)
+    assert nhvm.guest_kernel_args(opts, str(tmp_path)) == " a=1 b=2 c"
