@@ -251,6 +251,8 @@ static void test_refusals(void)
     refused("ftl=sast,streams=1," SMALL, "streams:");
     refused("ftl=page,physical-streams=4," SMALL, "physical-streams:");
     refused("ftl=page,streams=2,dstream-partitions=9," SMALL, "dstream-partitions:");
+    refused("ftl=page,streams=2,dstream-k=fixed," SMALL, "dstream-k:");
+    refused("ftl=page,dstream-k=fixed," SMALL, "dstream-k:");
     refused("ftl=page,stream-map=dstream,dstream-memory=1M," SMALL, "dstream-memory:");
     refused("ftl=dftl,stream-map=dstream,stream-buffer=64K,dstream-memory=1M," SMALL,
             "dstream-memory:");
@@ -422,6 +424,48 @@ static void test_budget(void)
     nh_engine_free(e);
 }
 
+/* dstream-k=fixed (the paper's N-stream baselines): the budget test's skewed workload with k
+ * fixed at 4 keeps k, and so the cache, constant at every sample, while the clustering still
+ * assigns logical streams to clusters: every one of the 4 physical streams writes pages. */
+static void test_fixed_k(void)
+{
+    NhEngine *e = unit_engine("ftl=dftl,stream-map=dstream,dstream-k=fixed,physical-streams=4,"
+                              "stream-buffer=512,dstream-memory=16K,dstream-partitions=16,"
+                              "dstream-timestamp=64," SMALL, 8 * MIB);
+    uint64_t n = 8 * MIB / 4096, samples;
+    GRand *r = g_rand_new_with_seed(7);
+    char *js;
+
+    for (int i = 0; i < 30000; i++) {
+        bool hot = g_rand_int_range(r, 0, 10) < 8;
+        uint64_t lpn = hot ? g_rand_int_range(r, 0, (gint32)n / 8)
+                           : g_rand_int_range(r, (gint32)n / 8, (gint32)n);
+        io(e, NH_OP_WRITE, lpn, 1, 0);
+    }
+    unit_check(e);
+    js = nh_engine_stats_json(e, false);
+    samples = unit_json_uint(js, "ftl.placement.samples");
+    g_assert_cmpuint(samples, >, 10);
+    for (uint64_t i = 0; i < samples; i++) {
+        char *kp = g_strdup_printf("ftl.placement.k_series.%" G_GUINT64_FORMAT, i);
+        char *cp = g_strdup_printf("ftl.placement.cmt_series.%" G_GUINT64_FORMAT, i);
+        g_assert_cmpuint(unit_json_uint(js, kp), ==, 4);
+        g_assert_cmpuint(unit_json_uint(js, cp), ==, (16 * 1024 - 4 * 512) / 8);
+        g_free(kp);
+        g_free(cp);
+    }
+    g_assert_cmpuint(unit_json_uint(js, "ftl.placement.k_changes"), ==, 0);
+    g_assert_cmpuint(unit_json_uint(js, "ftl.placement.k"), ==, 4);
+    for (int s = 0; s < 4; s++) {
+        char *hp = g_strdup_printf("ftl.placement.host_pages.%d", s);
+        g_assert_cmpuint(unit_json_uint(js, hp), >, 0);
+        g_free(hp);
+    }
+    g_free(js);
+    g_rand_free(r);
+    nh_engine_free(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -433,5 +477,6 @@ int main(int argc, char **argv)
     g_test_add_func("/placement/kmeans", test_kmeans);
     g_test_add_func("/placement/resize", test_resize);
     g_test_add_func("/placement/budget", test_budget);
+    g_test_add_func("/placement/fixed-k", test_fixed_k);
     return g_test_run();
 }
