@@ -130,11 +130,11 @@ def combine_iologs(share):
     return path, count
 
 
-def replay(props, trace, qd=None):
+def replay(props, trace, qd=None, fmt="fio"):
     """The simulator's statistics document for the replay."""
     # --no-drain: the device does not drain its write buffer when fio ends;
     # unwritten-reads=free: the device's default (the simulator's is flash)
-    args = [SIM, "--device", props + ",unwritten-reads=free", "--trace", trace, "--format", "fio",
+    args = [SIM, "--device", props + ",unwritten-reads=free", "--trace", trace, "--format", fmt,
             "--capacity", str(SIZE), "--json", "--no-drain"]
     if qd:
         args += ["--qd", str(qd)]
@@ -316,16 +316,6 @@ def tagged_trace(ops, path):
     return path
 
 
-def replay_mqsim(props, trace, qd=None):
-    args = [SIM, "--device", props + ",unwritten-reads=free", "--trace", trace, "--format",
-            "mqsim", "--capacity", str(SIZE), "--json", "--no-drain"]
-    if qd:
-        args += ["--qd", str(qd)]
-    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
-    assert p.returncode == 0, p.stderr.decode()
-    return json.loads(p.stdout)
-
-
 def comparable_tagged(doc, base=None):
     """comparable(), but ftl.placement.* absolute: before the snapshot the
     device had written nothing, so its placement state is the initial one,
@@ -378,6 +368,6 @@ def test_device_and_simulator_agree_with_tags(share, name):
     dev = comparable_tagged(s1, s0)
     trace = tagged_trace(ops, str(share / "tagged.mqsim"))
     for qd in (None, 1, 32):
-        sim = replay_mqsim(props, trace, qd)
+        sim = replay(props, trace, qd, fmt="mqsim")
         assert sim["geometry"] == s1["geometry"]
         assert mismatches(dev, comparable_tagged(sim)) == {}, qd

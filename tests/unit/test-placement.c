@@ -381,6 +381,20 @@ static void test_resize(void)
     nh_engine_free(e);
 }
 
+/* 30,000 single-page writes over @n pages, 80% of them into the first eighth (seed 7). */
+static void skewed_writes(NhEngine *e, uint64_t n)
+{
+    GRand *r = g_rand_new_with_seed(7);
+
+    for (int i = 0; i < 30000; i++) {
+        bool hot = g_rand_int_range(r, 0, 10) < 8;
+        uint64_t lpn = hot ? g_rand_int_range(r, 0, (gint32)n / 8)
+                           : g_rand_int_range(r, (gint32)n / 8, (gint32)n);
+        io(e, NH_OP_WRITE, lpn, 1, 0);
+    }
+    g_rand_free(r);
+}
+
 /* DStream's memory budget: at every sampled timestamp the cache holds what k streams' buffers
  * leave of dstream-memory, (16 KiB - k x 512) / 8 entries (1984 at k = 1, fewer than the 2048
  * pages, so no cap applies); a skewed workload (a hot eighth of the space takes 80% of the
@@ -390,16 +404,10 @@ static void test_budget(void)
     NhEngine *e = unit_engine("ftl=dftl,stream-map=dstream,stream-buffer=512,dstream-memory=16K,"
                               "dstream-partitions=16,dstream-timestamp=64," SMALL, 8 * MIB);
     uint64_t n = 8 * MIB / 4096, samples;
-    GRand *r = g_rand_new_with_seed(7);
     char *js;
     GString *ks = g_string_new(NULL);
 
-    for (int i = 0; i < 30000; i++) {
-        bool hot = g_rand_int_range(r, 0, 10) < 8;
-        uint64_t lpn = hot ? g_rand_int_range(r, 0, (gint32)n / 8)
-                           : g_rand_int_range(r, (gint32)n / 8, (gint32)n);
-        io(e, NH_OP_WRITE, lpn, 1, 0);
-    }
+    skewed_writes(e, n);
     unit_check(e);
     js = nh_engine_stats_json(e, false);
     samples = unit_json_uint(js, "ftl.placement.samples");
@@ -420,7 +428,6 @@ static void test_budget(void)
     g_assert_cmpuint(unit_json_uint(js, "ftl.placement.k_changes"), >, 0);
     g_string_free(ks, TRUE);
     g_free(js);
-    g_rand_free(r);
     nh_engine_free(e);
 }
 
@@ -433,15 +440,9 @@ static void test_fixed_k(void)
                               "stream-buffer=512,dstream-memory=16K,dstream-partitions=16,"
                               "dstream-timestamp=64," SMALL, 8 * MIB);
     uint64_t n = 8 * MIB / 4096, samples;
-    GRand *r = g_rand_new_with_seed(7);
     char *js;
 
-    for (int i = 0; i < 30000; i++) {
-        bool hot = g_rand_int_range(r, 0, 10) < 8;
-        uint64_t lpn = hot ? g_rand_int_range(r, 0, (gint32)n / 8)
-                           : g_rand_int_range(r, (gint32)n / 8, (gint32)n);
-        io(e, NH_OP_WRITE, lpn, 1, 0);
-    }
+    skewed_writes(e, n);
     unit_check(e);
     js = nh_engine_stats_json(e, false);
     samples = unit_json_uint(js, "ftl.placement.samples");
@@ -462,7 +463,6 @@ static void test_fixed_k(void)
         g_free(hp);
     }
     g_free(js);
-    g_rand_free(r);
     nh_engine_free(e);
 }
 
