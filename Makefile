@@ -77,6 +77,7 @@ bench: all guest
 	scripts/bench-sim
 	scripts/bench-ba
 	scripts/bench-ba --icount
+	scripts/bench-dstream
 
 clean:
 	rm -rf $(BUILD)/qemu-build $(BUILD)/guest

@@ -129,6 +129,9 @@ int nh_kmeans_step(NhKmeans *km, const double *x, uint32_t n, uint8_t *assign)
         first_centroids(km, x, n);
     }
     lloyd(km, x, n, assign);
+    if (km->fixed) {
+        return 0;
+    }
     for (uint32_t j = 0; j + 1 < km->k; j++) {
         if (km->cent[j + 1] - km->cent[j] < dmin) {
             dmin = km->cent[j + 1] - km->cent[j];
@@ -189,6 +192,7 @@ NhDstream *nh_dstream_new(const NhConfig *cfg, uint64_t lpages, uint32_t kmax)
     /* seed 003 starts at the maximum: k streams' buffers until the first timestamp */
     ds->km.kmax = kmax;
     ds->km.k = 0;
+    ds->km.fixed = nh_config_uint(cfg, "dstream-k") == 1;
     return ds;
 }
 

@@ -12,6 +12,7 @@
 /* Adaptive k-means over one timestamp's elements; centroids kept in ascending order. */
 typedef struct NhKmeans {
     uint32_t k, kmax;               /* k = 0 before the first step */
+    bool     fixed;                 /* dstream-k=fixed: Lloyd only, k stays kmax */
     double   cent[NH_MAX_STREAMS];
 } NhKmeans;
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 static const char *const map_names[] = { "fixed", "dstream", NULL };
+static const char *const dsk_names[] = { "adaptive", "fixed", NULL };
 
 const NhConfigKey nh_placement_keys[] = {
     { "streams", NH_KEY_UINT, 0, 0, "0", 0, 65535, NULL, false,
@@ -31,6 +32,9 @@ const NhConfigKey nh_placement_keys[] = {
       "dstream: logical streams of untagged writes, contiguous LBA partitions of equal size" },
     { "dstream-timestamp", NH_KEY_UINT, 0, 0, "auto", 1, 1u << 30, NULL, true,
       "dstream: host pages written between two clusterings (auto: pages, one block's worth)" },
+    { "dstream-k", NH_KEY_ENUM, 0, 0, "adaptive", 0, 0, dsk_names, false,
+      "dstream: adaptive (seed 003's rule changes k) or fixed (k stays physical-streams, the "
+      "clustering still assigns logical streams each timestamp: the paper's N-stream baselines)" },
     { NULL },
 };
 
@@ -149,14 +153,15 @@ static const char *first_set(const NhConfig *cfg, const char *const *keys)
 bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp)
 {
     static const char *const ds_only[] = { "stream-buffer", "dstream-memory",
-                                           "dstream-partitions", "dstream-timestamp", NULL };
+                                           "dstream-partitions", "dstream-timestamp",
+                                           "dstream-k", NULL };
     bool dstream = nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM;
     const char *key = dstream ? "stream-map" : "streams", *set;
 
     if (!nh_placement_on(cfg)) {
         static const char *const only_on[] = { "physical-streams", "stream-buffer",
                                                "dstream-memory", "dstream-partitions",
-                                               "dstream-timestamp", NULL };
+                                               "dstream-timestamp", "dstream-k", NULL };
         set = first_set(cfg, only_on);
         return !set || refuse(errp, set, "placement is off: set streams > 0 or "
                               "stream-map=dstream", cfg);

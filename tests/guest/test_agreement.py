@@ -130,11 +130,11 @@ def combine_iologs(share):
     return path, count
 
 
-def replay(props, trace, qd=None):
+def replay(props, trace, qd=None, fmt="fio"):
     """The simulator's statistics document for the replay."""
     # --no-drain: the device does not drain its write buffer when fio ends;
     # unwritten-reads=free: the device's default (the simulator's is flash)
-    args = [SIM, "--device", props + ",unwritten-reads=free", "--trace", trace, "--format", "fio",
+    args = [SIM, "--device", props + ",unwritten-reads=free", "--trace", trace, "--format", fmt,
             "--capacity", str(SIZE), "--json", "--no-drain"]
     if qd:
         args += ["--qd", str(qd)]
@@ -233,3 +233,141 @@ def test_device_and_simulator_agree(share, ftl):
     # choice is why the comparison can be exact.)
     assert mismatches(dev, comparable(replay(props, trace, qd=32))) == {}
 
+
+
+# ------------------------------------------------------------------ with tags
+# The same comparison with placement tags: streams enabled with nvme-cli's
+# dir-send and every I/O issued by nvme-cli (one passthrough command at a
+# time, so the order is exact), writes tagged with `nvme write --dir-type=1
+# --dir-spec=N` or untagged; the host writes the same sequence as an mqsim
+# trace whose sixth column is the tag (docs/simulator.md) and replays it.
+# fio is not used: Debian 12's fio cannot tag writes, and its iolog has no
+# tag column.
+#
+# page: tags 1-4 each on a fixed stream of its own (physical-streams auto =
+# 5), untagged on stream 0, modeled latency.  dftl-dstream: the host's 4 streams and 16 LBA partitions
+# clustered by DStream, whose k resizes the mapping cache live: 1 KiB stream
+# buffers in a 32 KiB budget, so the cache holds 2048 entries at k = 16 and
+# 3968 at k = 1, fewer than the 16384 pages, and k's moves evict and write
+# back entries.
+TAGGED = {
+    "page-streams": GEOMETRY + ",ftl=page,streams=4",
+    "dftl-dstream": GEOMETRY + ",ftl=dftl,cmt-size=%d,streams=4,stream-map=dstream,"
+                    "stream-buffer=1K,dstream-partitions=16,latency=zero" % (CMT_ENTRIES * 8),
+}
+TAG_SIZES = (4096, 16384, 65536)
+
+
+def tagged_ops(seed=7):
+    """(op, offset, length, tag) in bytes, the whole run: the warm-up reads
+    (as above), a sequential fill in 128 KiB writes tagged by the quarter of
+    the space they land in (the last quarter untagged), then 1,500 writes,
+    80% of them into the first eighth (tag 1) and the rest anywhere with tags
+    2-4 or none, and 300 reads, interleaved."""
+    import random
+    rnd = random.Random(seed)
+    ops = [("r", WARM_OFFSET + i * 65536, 65536, 0) for i in range(WARM_BYTES // 65536)]
+    for off in range(0, SIZE, 128 << 10):
+        q = off * 4 // SIZE
+        ops.append(("w", off, 128 << 10, q + 1 if q < 3 else 0))
+    for _ in range(1800):
+        n = rnd.choice(TAG_SIZES)
+        if rnd.random() < 300 / 1800:
+            ops.append(("r", rnd.randrange(0, SIZE - n, PAGE), n, 0))
+        elif rnd.random() < 0.8:
+            ops.append(("w", rnd.randrange(0, SIZE // 8 - n, PAGE), n, 1))
+        else:
+            ops.append(("w", rnd.randrange(0, SIZE - n, PAGE), n, rnd.choice((0, 2, 3, 4))))
+    return ops
+
+
+TAGGED_SCRIPT = r"""#guest
+LBS=$(blockdev --getss $DEV)
+for n in %(sizes)s; do head -c $n /dev/urandom > /tmp/data-$n; done
+nvme dir-send $DEV --dir-type=0 --dir-oper=1 --target-dir=1 --endir=1 > /dev/null
+snap 0
+i=0
+while read op off len tag; do
+    slba=$((off / LBS)); nlb=$((len / LBS - 1))
+    if [ $op = r ]; then
+        nvme read $DEV -s $slba -c $nlb -z $len -d /tmp/rd > /dev/null
+    elif [ $tag = 0 ]; then
+        nvme write $DEV -s $slba -c $nlb -z $len -d /tmp/data-$len > /dev/null
+    else
+        nvme write $DEV -s $slba -c $nlb -z $len -d /tmp/data-$len \
+            --dir-type=1 --dir-spec=$tag > /dev/null
+    fi
+    i=$((i + 1))
+    [ $i = %(warm)d ] && snap w
+done < $S/ops.txt
+echo $i > $S/done
+snap 1
+"""
+
+
+def tagged_trace(ops, path):
+    """The mqsim trace of @ops: time (1 us apart), device 0, LBA and sectors
+    in 512-byte units, 0 write / 1 read, the tag on writes."""
+    with open(path, "w") as f:
+        for i, (op, off, n, tag) in enumerate(ops):
+            f.write("%d 0 %d %d %d%s\n" % (i * 1000, off // 512, n // 512,
+                                           0 if op == "w" else 1,
+                                           " %d" % tag if op == "w" else ""))
+    return path
+
+
+def comparable_tagged(doc, base=None):
+    """comparable(), but ftl.placement.* absolute: before the snapshot the
+    device had written nothing, so its placement state is the initial one,
+    and k, open_streams, cmt_entries and sample_stride are levels, not
+    counts, which a delta would get wrong."""
+    out = comparable(doc, base)
+    for k, v in counters(doc).items():
+        if k.startswith("ftl.placement."):
+            out[k] = v
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(TAGGED))
+def test_device_and_simulator_agree_with_tags(share, name):
+    props = TAGGED[name]
+    ops = tagged_ops()
+    warm = WARM_BYTES // 65536
+    with open(share / "ops.txt", "w") as f:
+        for op in ops:
+            f.write("%s %d %d %d\n" % op)
+    script = TAGGED_SCRIPT % {"sizes": " ".join(map(str, sorted({n for _, _, n, _ in ops}))),
+                              "warm": warm}
+    status, out = vm(script, device=props + "," + DEVICE_ONLY, share=share, size=SIZE,
+                     timeout=900)
+    check(status, out)
+    assert int((share / "done").read_text()) == len(ops)
+    s0, sw, s1 = stats(share, "0"), stats(share, "w"), stats(share, "1")
+    assert s0["host"]["write_cmds"] == 0 and s0["nand"]["page_programs"] == 0, s0
+
+    d = delta(s1, s0)
+    writes = [o for o in ops if o[0] == "w"]
+    assert d["host.write_cmds"] == len(writes)
+    assert d["host.read_cmds"] == len(ops) - len(writes)
+    assert d["host.write_bytes"] == sum(n for _, _, n, _ in writes)
+    # Tags reached the engine (fixed: every physical stream wrote; DStream:
+    # several did), GC ran.
+    p = s1["ftl"]["placement"]
+    if name == "page-streams":
+        assert all(v > 0 for v in p["host_pages"].values()), p["host_pages"]
+    else:
+        assert sum(v > 0 for v in p["host_pages"].values()) > 4, p["host_pages"]
+    assert p["open_streams"] == 4, p
+    assert d["nand.block_erases"] > 0 and d["ftl.gc_page_copies"] > 0, d
+    if name == "dftl-dstream":
+        dw = delta(sw, s0)
+        assert dw["ftl.cmt.misses"] == WARM_BYTES // PAGE and dw["ftl.cmt.hits"] == 0, dw
+        assert p["k_changes"] > 0 and p["timestamps"] > 0, p
+        assert d["ftl.translation_page_writes"] > 0, d
+
+    dev = comparable_tagged(s1, s0)
+    trace = tagged_trace(ops, str(share / "tagged.mqsim"))
+    for qd in (None, 1, 32):
+        sim = replay(props, trace, qd, fmt="mqsim")
+        assert sim["geometry"] == s1["geometry"]
+        assert mismatches(dev, comparable_tagged(sim)) == {}, qd

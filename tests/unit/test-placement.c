@@ -251,6 +251,8 @@ static void test_refusals(void)
     refused("ftl=sast,streams=1," SMALL, "streams:");
     refused("ftl=page,physical-streams=4," SMALL, "physical-streams:");
     refused("ftl=page,streams=2,dstream-partitions=9," SMALL, "dstream-partitions:");
+    refused("ftl=page,streams=2,dstream-k=fixed," SMALL, "dstream-k:");
+    refused("ftl=page,dstream-k=fixed," SMALL, "dstream-k:");
     refused("ftl=page,stream-map=dstream,dstream-memory=1M," SMALL, "dstream-memory:");
     refused("ftl=dftl,stream-map=dstream,stream-buffer=64K,dstream-memory=1M," SMALL,
             "dstream-memory:");
@@ -379,18 +381,10 @@ static void test_resize(void)
     nh_engine_free(e);
 }
 
-/* DStream's memory budget: at every sampled timestamp the cache holds what k streams' buffers
- * leave of dstream-memory, (16 KiB - k x 512) / 8 entries (1984 at k = 1, fewer than the 2048
- * pages, so no cap applies); a skewed workload (a hot eighth of the space takes 80% of the
- * writes) moves k. */
-static void test_budget(void)
+/* 30,000 single-page writes over @n pages, 80% of them into the first eighth (seed 7). */
+static void skewed_writes(NhEngine *e, uint64_t n)
 {
-    NhEngine *e = unit_engine("ftl=dftl,stream-map=dstream,stream-buffer=512,dstream-memory=16K,"
-                              "dstream-partitions=16,dstream-timestamp=64," SMALL, 8 * MIB);
-    uint64_t n = 8 * MIB / 4096, samples;
     GRand *r = g_rand_new_with_seed(7);
-    char *js;
-    GString *ks = g_string_new(NULL);
 
     for (int i = 0; i < 30000; i++) {
         bool hot = g_rand_int_range(r, 0, 10) < 8;
@@ -398,6 +392,22 @@ static void test_budget(void)
                            : g_rand_int_range(r, (gint32)n / 8, (gint32)n);
         io(e, NH_OP_WRITE, lpn, 1, 0);
     }
+    g_rand_free(r);
+}
+
+/* The skewed workload on a 16 KiB budget of 512-byte stream buffers (16 partitions, 64-page
+ * timestamps), @props added; at every sampled timestamp k lies in [@kmin, @kmax] and the cache
+ * holds what k buffers leave, (16 KiB - k x 512) / 8 entries.  Returns the statistics. */
+static char *budget_run(const char *props, uint64_t kmin, uint64_t kmax)
+{
+    char *all = g_strdup_printf("ftl=dftl,stream-map=dstream,stream-buffer=512,dstream-memory=16K,"
+                                "dstream-partitions=16,dstream-timestamp=64,%s," SMALL, props);
+    NhEngine *e = unit_engine(all, 8 * MIB);
+    uint64_t samples;
+    char *js;
+    GString *ks = g_string_new(NULL);
+
+    skewed_writes(e, 8 * MIB / 4096);
     unit_check(e);
     js = nh_engine_stats_json(e, false);
     samples = unit_json_uint(js, "ftl.placement.samples");
@@ -406,8 +416,8 @@ static void test_budget(void)
         char *kp = g_strdup_printf("ftl.placement.k_series.%" G_GUINT64_FORMAT, i);
         char *cp = g_strdup_printf("ftl.placement.cmt_series.%" G_GUINT64_FORMAT, i);
         uint64_t k = unit_json_uint(js, kp);
-        g_assert_cmpuint(k, >=, 1);
-        g_assert_cmpuint(k, <=, 16);
+        g_assert_cmpuint(k, >=, kmin);
+        g_assert_cmpuint(k, <=, kmax);
         g_assert_cmpuint(unit_json_uint(js, cp), ==, (16 * 1024 - k * 512) / 8);
         g_string_append_printf(ks, " %" G_GUINT64_FORMAT, k);
         g_free(kp);
@@ -415,11 +425,37 @@ static void test_budget(void)
     }
     g_test_message("k per sample (stride %" G_GUINT64_FORMAT "):%s",
                    unit_json_uint(js, "ftl.placement.sample_stride"), ks->str);
-    g_assert_cmpuint(unit_json_uint(js, "ftl.placement.k_changes"), >, 0);
     g_string_free(ks, TRUE);
-    g_free(js);
-    g_rand_free(r);
+    g_free(all);
     nh_engine_free(e);
+    return js;
+}
+
+/* DStream's memory budget: 1984 entries at k = 1, fewer than the 2048 pages, so no cap
+ * applies; the skewed workload (a hot eighth of the space takes 80% of the writes) moves k. */
+static void test_budget(void)
+{
+    char *js = budget_run("dstream-k=adaptive", 1, 16);
+
+    g_assert_cmpuint(unit_json_uint(js, "ftl.placement.k_changes"), >, 0);
+    g_free(js);
+}
+
+/* dstream-k=fixed (the paper's N-stream baselines): the same workload with k fixed at 4 keeps
+ * k, and so the cache, constant at every sample, while the clustering still assigns logical
+ * streams to clusters: every one of the 4 physical streams writes pages. */
+static void test_fixed_k(void)
+{
+    char *js = budget_run("dstream-k=fixed,physical-streams=4", 4, 4);
+
+    g_assert_cmpuint(unit_json_uint(js, "ftl.placement.k_changes"), ==, 0);
+    g_assert_cmpuint(unit_json_uint(js, "ftl.placement.k"), ==, 4);
+    for (int s = 0; s < 4; s++) {
+        char *hp = g_strdup_printf("ftl.placement.host_pages.%d", s);
+        g_assert_cmpuint(unit_json_uint(js, hp), >, 0);
+        g_free(hp);
+    }
+    g_free(js);
 }
 
 int main(int argc, char **argv)
@@ -433,5 +469,6 @@ int main(int argc, char **argv)
     g_test_add_func("/placement/kmeans", test_kmeans);
     g_test_add_func("/placement/resize", test_resize);
     g_test_add_func("/placement/budget", test_budget);
+    g_test_add_func("/placement/fixed-k", test_fixed_k);
     return g_test_run();
 }
