@@ -232,15 +232,12 @@ void ba_persist(ba_dev *dev)
      * buffers, and the uncached read of PMRSTS returns only after the posted writes ahead of
      * it have reached the device (PMRCAP.PMRWBM).  The device models what that costs on PCIe
      * by PMRSTS.PPND, which reads 1 until the modeled writes and round trip are done.  All
-     * ones: the device is gone and there is nothing to wait for. */
+     * ones: the device is gone and there is nothing to wait for.  No pause between reads:
+     * each read is a round trip on PCIe, and under TCG a pause leaves the translated code. */
     _mm_sfence();
-    for (;;) {
+    do {
         sts = dev->regs[REG_PMRSTS / 4];
-        if (!(sts & PMRSTS_PPND) || sts == UINT32_MAX) {
-            return;
-        }
-        _mm_pause();
-    }
+    } while ((sts & PMRSTS_PPND) && sts != UINT32_MAX);
 }
 
 int ba_read(ba_dev *dev, uint32_t eid, uint64_t offset, void *buf, size_t len)

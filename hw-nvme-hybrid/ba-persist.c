@@ -25,14 +25,15 @@
 #include "qapi/error.h"
 #include "qemu/timer.h"
 #include "qemu/units.h"
-#include "exec/target_page.h"
 #include "exec/memory.h"
+#include "exec/ram_addr.h"
 
 #include "nvme-hybrid.h"
 #include "trace.h"
 #include "ba-manager.h"
 
 #define NHC_BA_LINE             64u
+#define NHC_BA_CHUNK_PAGES      64u         /* dirty bits looked at in one go */
 #define NHC_BA_MAX_RTT_NS       1000000u    /* 1 ms: no PCIe read takes longer */
 #define NHC_BA_MAX_WRITE_MBPS   1000000u    /* 1 TB/s: beyond any PCIe link */
 
@@ -101,17 +102,28 @@ static uint64_t nhc_ba_changed_bytes(NhcCtrl *n, uint64_t off, uint64_t len)
     return bytes;
 }
 
-/* Bytes the host has written to the window since the last call. */
+/* Bytes the host has written to the window since the last call.  Clearing the dirty bits
+ * costs a walk of every vCPU's TLB, so it is done only when a page is dirty (not for the
+ * polling reads of a pending persist); the snapshot is then read a chunk of pages at a time. */
 static uint64_t nhc_ba_new_bytes(NhcCtrl *n)
 {
-    uint64_t page = qemu_target_page_size(), bytes = 0;
+    uint64_t chunk = NHC_BA_CHUNK_PAGES * TARGET_PAGE_SIZE, bytes = 0;
     DirtyBitmapSnapshot *snap;
 
+    if (!cpu_physical_memory_get_dirty(memory_region_get_ram_addr(&n->ba_ram), n->ba_size,
+                                       DIRTY_MEMORY_VGA)) {
+        return 0;
+    }
     snap = memory_region_snapshot_and_clear_dirty(&n->ba_ram, 0, n->ba_size,
                                                   DIRTY_MEMORY_VGA);
-    for (uint64_t off = 0; off < n->ba_size; off += page) {
-        if (memory_region_snapshot_get_dirty(&n->ba_ram, snap, off, page)) {
-            bytes += nhc_ba_changed_bytes(n, off, page);
+    for (uint64_t c = 0; c < n->ba_size; c += chunk) {
+        if (!memory_region_snapshot_get_dirty(&n->ba_ram, snap, c, MIN(chunk, n->ba_size - c))) {
+            continue;
+        }
+        for (uint64_t off = c; off < MIN(c + chunk, n->ba_size); off += TARGET_PAGE_SIZE) {
+            if (memory_region_snapshot_get_dirty(&n->ba_ram, snap, off, TARGET_PAGE_SIZE)) {
+                bytes += nhc_ba_changed_bytes(n, off, TARGET_PAGE_SIZE);
+            }
         }
     }
     g_free(snap);
