@@ -25,6 +25,7 @@
 
 #define REG_PMRCTL          0xe04
 #define REG_PMRSTS          0xe08
+#define PMRSTS_PPND         (1u << 31)      /* a modeled persist is pending (docs/bar-pm.md) */
 #define REGS_MAP_SIZE       0x1000
 #define DMA_CHUNK           (256u * 1024)   /* below the device's 512 KiB MDTS */
 #define MAX_ENTRIES         2048
@@ -225,11 +226,18 @@ int ba_write(ba_dev *dev, uint32_t eid, uint64_t offset, const void *buf, size_t
 
 void ba_persist(ba_dev *dev)
 {
+    uint32_t sts;
+
     /* WC stores bypass the caches, so no cache-line flush applies: the fence drains the WC
      * buffers, and the uncached read of PMRSTS returns only after the posted writes ahead of
-     * it have reached the device (PMRCAP.PMRWBM). */
+     * it have reached the device (PMRCAP.PMRWBM).  The device models what that costs on PCIe
+     * by PMRSTS.PPND, which reads 1 until the modeled writes and round trip are done.  All
+     * ones: the device is gone and there is nothing to wait for.  No pause between reads:
+     * each read is a round trip on PCIe, and under TCG a pause leaves the translated code. */
     _mm_sfence();
-    (void)dev->regs[REG_PMRSTS / 4];
+    do {
+        sts = dev->regs[REG_PMRSTS / 4];
+    } while ((sts & PMRSTS_PPND) && sts != UINT32_MAX);
 }
 
 int ba_read(ba_dev *dev, uint32_t eid, uint64_t offset, void *buf, size_t len)

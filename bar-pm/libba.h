@@ -75,8 +75,9 @@ int ba_entry_info(ba_dev *dev, uint32_t eid, ba_info *info);
 
 /* Write-combining stores into the entry's range; not yet durable. */
 int ba_write(ba_dev *dev, uint32_t eid, uint64_t offset, const void *buf, size_t len);
-/* Store fence, then a read of PMRSTS: every earlier store has reached the window, which the
- * device's capacitors protect. */
+/* Store fence, then reads of PMRSTS until PMRSTS.PPND is 0: every earlier store has reached
+ * the window, which the device's capacitors protect, and the PCIe cost the device models (the
+ * posted writes at the link's bandwidth, then the read's round trip) has been paid. */
 void ba_persist(ba_dev *dev);
 /* Reads through the mapping (uncached, slow on real hardware) or by the device's DMA. */
 int ba_read(ba_dev *dev, uint32_t eid, uint64_t offset, void *buf, size_t len);

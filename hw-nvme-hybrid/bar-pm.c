@@ -32,6 +32,7 @@
 
 #define NHC_BA_INFO_SIZE    64
 #define NHC_BA_PMRSTS_HSTS_RESTORE_ERROR  1
+#define NHC_BA_PMRSTS_PPND_SHIFT    31      /* vendor specific: a modeled persist is pending */
 
 static uint16_t nhc_ba_status(NhBaErr err)
 {
@@ -79,9 +80,10 @@ uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off)
         NVME_PMRCAP_SET_WDS(v, 1);
         NVME_PMRCAP_SET_BIR(v, 1);
         NVME_PMRCAP_SET_PMRTU(v, 0);            /* 500 ms units */
-        /* Both barriers hold: a read of PMRSTS, and any read of the PMR, completes only after
-         * every earlier write to the PMR has landed (the window is the mapped file). */
-        NVME_PMRCAP_SET_PMRWBM(v, 0x3);
+        /* A read of PMRSTS is the barrier (with PMRSTS.PPND 0 when persists are modeled,
+         * ba-persist.c); when they are free, any read of the PMR is one too, as every write
+         * has landed at once (the window is the mapped file). */
+        NVME_PMRCAP_SET_PMRWBM(v, n->ba_shadow ? 0x2 : 0x3);
         NVME_PMRCAP_SET_PMRTO(v, 1);            /* ready at once after PMRCTL.EN */
         return v;
     case NVME_REG_PMRCTL:
@@ -89,10 +91,12 @@ uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off)
     case NVME_REG_PMRSTS:
         NVME_PMRSTS_SET_NRDY(v, !(n->pmrctl & 1));
         NVME_PMRSTS_SET_HSTS(v, nhc_ba_restore_failed(n) ? NHC_BA_PMRSTS_HSTS_RESTORE_ERROR : 0);
-        return v;
+        return v | nhc_ba_persist_pending(n) << NHC_BA_PMRSTS_PPND_SHIFT;
+    case NVME_REG_PMRSWTP:
+        return nhc_ba_persist_swtp(n);
     default:
-        /* PMREBS: no elasticity buffer; PMRSWTP: the host write throughput is not modeled;
-         * PMRMSCL/U: the PMR is not in the controller memory space. */
+        /* PMREBS: no elasticity buffer; PMRMSCL/U: the PMR is not in the controller memory
+         * space. */
         return 0;
     }
 }
@@ -203,6 +207,7 @@ static void nhc_ba_move_cb(void *opaque, int ret)
         if (req->cmd.opcode == NHC_ADM_BA_PIN) {
             nhc_ba_pin_args(req, &off, &slba, &nlb);
             nh_ba_pin(n->ba, nhc_ba_eid(req), off, slba, nlb);
+            nhc_ba_persist_device_wrote(n, off, nlb << n->lba_shift);
         } else if (req->cmd.opcode == NHC_ADM_BA_FLUSH) {
             nh_ba_release(n->ba, nhc_ba_eid(req));
         }
@@ -488,6 +493,9 @@ bool nhc_ba_realize(NhcCtrl *n, Error **errp)
                    (size_t)NH_BA_MAX_ENTRIES, n->ba_entries);
         return false;
     }
+    if (!nhc_ba_persist_check(n, errp)) {
+        return false;
+    }
     if (!nh_ba_check_energy(n->ba_size, nh_engine_config(n->engine), n->ba_cap_uf,
                             n->ba_cap_volt, &n->ba_dump_ns, &gerr)) {
         error_setg(errp, "%s", gerr->message);
@@ -512,6 +520,7 @@ bool nhc_ba_realize(NhcCtrl *n, Error **errp)
     pci_register_bar(PCI_DEVICE(n), 1, PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH, &n->ba_bar);
     NVME_CAP_SET_PMRS(n->cap, 1);
+    nhc_ba_persist_init(n);
 
     n->ba_ops = g_ptr_array_new();
     n->ba_exit_notifier.notify = nhc_ba_exit_notify;
@@ -536,6 +545,7 @@ void nhc_ba_exit(NhcCtrl *n)
     }
     nhc_ba_power_loss(n);
     qemu_remove_exit_notifier(&n->ba_exit_notifier);
+    nhc_ba_persist_exit(n);
     nh_ba_close(n->ba);
     n->ba = NULL;
     g_clear_pointer(&n->ba_ops, g_ptr_array_unref);

@@ -12,6 +12,7 @@
  *   state.c      persistence of engine and SMART state across runs, crash recovery
  *   bar-pm.c     the BAR1 persistent-memory window: PMR registers, BA_* vendor admin
  *                commands, power loss (the logic is in bar-pm/ba-manager.c)
+ *   ba-persist.c what a persist through the window costs on PCIe, in virtual time
  *   directives.c Directive Send/Receive, the Identify and Streams directives, write streams
  *
  * Every command handler returns an NVMe status (NVME_* from block/nvme.h, with NVME_DNR where
@@ -68,7 +69,9 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
     DEFINE_PROP_UINT32("ba-entries", NhcCtrl, ba_entries, 8),               \
     DEFINE_PROP_STRING("ba-file", NhcCtrl, ba_file),                        \
     DEFINE_PROP_UINT32("ba-cap-uf", NhcCtrl, ba_cap_uf, 810),               \
-    DEFINE_PROP_UINT32("ba-cap-volt", NhcCtrl, ba_cap_volt, 35)
+    DEFINE_PROP_UINT32("ba-cap-volt", NhcCtrl, ba_cap_volt, 35),            \
+    DEFINE_PROP_UINT32("ba-rtt-ns", NhcCtrl, ba_rtt_ns, 1000),              \
+    DEFINE_PROP_UINT32("ba-write-mbps", NhcCtrl, ba_write_mbps, 3200)
 
 typedef struct NhcCtrl NhcCtrl;
 typedef struct NhcDirectives NhcDirectives;
@@ -249,6 +252,11 @@ struct NhcCtrl {
     Notifier        ba_exit_notifier;
     GPtrArray      *ba_ops;         /* BA_PIN/SYNC/FLUSH in progress, waiting or transferring */
     bool            ba_kicking;
+    /* what a persist costs (ba-persist.c) */
+    uint32_t        ba_rtt_ns, ba_write_mbps;   /* properties; both 0: persists are free */
+    uint8_t        *ba_shadow;      /* the window as last counted; NULL when persists are free */
+    int64_t         ba_link_free_ns;    /* the modeled posted writes have crossed the link */
+    int64_t         ba_ready_ns;        /* PMRSTS.PPND reads 1 until then */
 };
 
 /*
@@ -345,6 +353,14 @@ uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_sync(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_flush(NhcCtrl *n, NhcReq *req);
+
+/* ba-persist.c */
+bool nhc_ba_persist_check(NhcCtrl *n, Error **errp);
+void nhc_ba_persist_init(NhcCtrl *n);
+void nhc_ba_persist_exit(NhcCtrl *n);
+void nhc_ba_persist_device_wrote(NhcCtrl *n, uint64_t off, uint64_t len);
+uint32_t nhc_ba_persist_swtp(NhcCtrl *n);
+uint32_t nhc_ba_persist_pending(NhcCtrl *n);
 
 /* directives.c */
 void nhc_dir_realize(NhcCtrl *n);

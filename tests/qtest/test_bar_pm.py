@@ -214,6 +214,10 @@ def run_qemu(qemu, tmp_path, props):
     ("ba-size=2K", "ba-size", "power of two"),
     ("ba-entries=0", "ba-entries", "between"),
     ("ba-cap-volt=5", "ba-cap-volt", "dropout"),
+    ("ba-rtt-ns=1000001", "ba-rtt-ns", "0 (free) to 1000000 ns, got 1000001"),
+    ("ba-write-mbps=1000001", "ba-write-mbps", "0 (free) to 1000000 MB/s, got 1000001"),
+    ("ba-rtt-ns=-1", "ba-rtt-ns", ""),
+    ("ba-write-mbps=fast", "ba-write-mbps", ""),
 ])
 def test_bad_window_property(qemu_binary, tmp_path, props, name, why):
     r = run_qemu(qemu_binary, tmp_path, props)
