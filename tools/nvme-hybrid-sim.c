@@ -423,6 +423,18 @@ static char *add_fit(char *stats)
     return with_fit;
 }
 
+/* Timestamps that go backwards: say how many, and what the replay does with them. */
+static void warn_backwards(const Scan *scan)
+{
+    if (scan->backwards && !opt_qd) {
+        fprintf(stderr, "nvme-hybrid-sim: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                " requests (%.1f%%) arrive before the one before them: %s\n", scan->backwards,
+                scan->nreq, 100.0 * scan->backwards / scan->nreq,
+                opt_sort ? "replayed in time order (--sort)"
+                : "each was issued at the previous one's time (--sort replays in time order)");
+    }
+}
+
 int main(int argc, char **argv)
 {
     GOptionContext *ctx = g_option_context_new("- replay a block trace through the SSD engine");
@@ -472,12 +484,7 @@ int main(int argc, char **argv)
     }
     nreq = scan.nreq;
     max_end = scan.max_end;
-    if (scan.backwards && !opt_qd) {
-        fprintf(stderr, "nvme-hybrid-sim: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-                " requests (%.1f%%) arrive before the one before them: %s\n", scan.backwards,
-                nreq, 100.0 * scan.backwards / nreq, opt_sort ? "replayed in time order (--sort)"
-                : "each was issued at the previous one's time (--sort replays in time order)");
-    }
+    warn_backwards(&scan);
     nbad = nh_trace_bad_lines(tr, &bad_line);
     first_bad = g_strdup(bad_line);
     if (nbad) {
