@@ -8,6 +8,7 @@
 #include "config.h"
 #include "ftl.h"
 #include "placement.h"
+#include "scheduler.h"
 #include "nand.h"
 #include "buffer.h"
 
@@ -147,6 +148,7 @@ static const KeyList *all_keys(void)
         size_t slot = 0;
 
         append_keys(a, device_keys, G_N_ELEMENTS(device_keys), NULL);
+        append_keys(a, nh_sched_keys, SIZE_MAX, &slot);
         for (size_t i = 0; nh_ftl_names[i]; i++) {
             append_keys(a, nh_ftl_find(nh_ftl_names[i])->keys, SIZE_MAX, &slot);
         }

@@ -197,7 +197,8 @@ NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
     eng->capacity = capacity;
     eng->lpages = lpages;
     eng->ops = ops;
-    eng->nand = nh_nand_new(&eng->cfg, &eng->stats);
+    eng->nand = nh_nand_new(&eng->cfg, &eng->stats,
+                            nh_stats_policy_counters(&eng->stats, nh_sched_counters));
     eng->logical_bytes = logical_pages_of(eng->nand->g.npages, c.op) * c.page_size;
     env = nh_engine_ftl_env(eng);
     eng->ftl = ops->create(&env, errp);
@@ -383,6 +384,7 @@ uint64_t nh_engine_idle(NhEngine *eng, uint64_t now, uint64_t *victims)
         eng->ops->background(eng->ftl, now, false);
     } while (work != s->ftl_gc_blocks + s->ftl_gc_page_copies + s->nand_block_erases);
     *victims = s->ftl_gc_blocks - before;
+    nh_nand_advance(eng->nand, UINT64_MAX);     /* an idle device runs all of it */
     return MAX(now, nh_nand_busy_until(eng->nand));
 }
 
@@ -437,6 +439,7 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
     }
 
     eng->last_now = now;
+    nh_nand_advance(eng->nand, now);
     defer = (req->flags & NH_REQ_PRIORITY) || now < eng->priority_until;
     eng->ops->background(eng->ftl, now, defer);
 
@@ -529,8 +532,6 @@ void nh_engine_wear(const NhEngine *eng, NhWear *wear)
 void nh_engine_mark_written(NhEngine *eng, uint64_t offset, uint64_t length)
 {
     NhStats *saved;
-    uint64_t *die, *bus;
-    const NhGeometry *g = &eng->nand->g;
     NhRequest req = { .op = NH_OP_WRITE, .offset = offset, .length = length };
 
     if (offset >= eng->capacity || length == 0) {
@@ -539,18 +540,14 @@ void nh_engine_mark_written(NhEngine *eng, uint64_t offset, uint64_t length)
     req.length = MIN(length, eng->capacity - offset);
     /* the model changes as if the host wrote; the counters and clocks do not */
     saved = g_memdup2(&eng->stats, sizeof(eng->stats));
-    die = g_memdup2(eng->nand->die_free, sizeof(uint64_t) * g->ndies);
-    bus = g_memdup2(eng->nand->bus_free, sizeof(uint64_t) * g->channels);
+    eng->nand->untimed = true;
     req.offset -= req.offset % eng->cfg.page_size;
     req.length += offset - req.offset;
     do_write(eng, &req, eng->last_now, false);
     eng->ops->flush(eng->ftl, eng->last_now);  /* nothing left staged (stripe-merge) */
+    eng->nand->untimed = false;
     memcpy(&eng->stats, saved, sizeof(eng->stats));
-    memcpy(eng->nand->die_free, die, sizeof(uint64_t) * g->ndies);
-    memcpy(eng->nand->bus_free, bus, sizeof(uint64_t) * g->channels);
     g_free(saved);
-    g_free(die);
-    g_free(bus);
 }
 
 bool nh_engine_check(const NhEngine *eng, GError **errp)

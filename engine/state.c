@@ -528,8 +528,7 @@ bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clea
     }
     erase = NULL;
     memcpy(&eng->stats, stats, sizeof(*stats));
-    memset(eng->nand->die_free, 0, sizeof(uint64_t) * g->ndies);
-    memset(eng->nand->bus_free, 0, sizeof(uint64_t) * g->channels);
+    nh_nand_clock_reset(eng->nand);
     eng->nand->violations = 0;
     eng->priority_until = 0;
     eng->last_now = 0;

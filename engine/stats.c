@@ -94,6 +94,29 @@ static double run_iops(const Ctx *c)
     return ns ? (double)run_cmds(c) * 1e9 / (double)ns : 0.0;
 }
 
+static uint64_t sched_queued(const Ctx *c)
+{
+    return nh_sched_queued(c->nand->sched);
+}
+
+/* Busy time over the run's span and its drain, per die or channel: at saturation near 1 with
+ * and without GC when scheduling is work-conserving. */
+static double utilisation(const Ctx *c, uint64_t busy, uint64_t units)
+{
+    uint64_t span = run_duration(c) + c->s->drain_time_ns;
+    return span ? (double)busy / ((double)span * (double)units) : 0.0;
+}
+
+static double die_utilisation(const Ctx *c)
+{
+    return utilisation(c, c->s->nand_die_busy_ns, c->nand->g.ndies);
+}
+
+static double channel_utilisation(const Ctx *c)
+{
+    return utilisation(c, c->s->nand_channel_busy_ns, c->nand->g.channels);
+}
+
 /* beyond the plane's share of the logical space, as blocks=auto counts them */
 static uint64_t spare_per_plane(const Ctx *c)
 {
@@ -118,6 +141,8 @@ static const NhStatsEntry device_stats[] = {
     { "nand.block_erases", C(nand_block_erases) },
     { "nand.program_ops", C(nand_program_ops) },
     { "nand.read_ops", C(nand_read_ops) },
+    { "nand.die_busy_ns", C(nand_die_busy_ns) },
+    { "nand.channel_busy_ns", C(nand_channel_busy_ns) },
     { "ftl.gc_page_copies", C(ftl_gc_page_copies) },
     { "ftl.gc_blocks", C(ftl_gc_blocks) },
     { "ftl.gc_foreground_blocks", C(ftl_gc_foreground_blocks) },
@@ -134,6 +159,11 @@ static const NhStatsEntry device_stats[] = {
     { "ftl.merges.full", C(ftl_merges_full) },
 };
 
+/* What the scheduler holds now, after its counters. */
+static const NhStatsEntry sched_stats[] = {
+    { "sched.queued_ops", D(sched_queued) },
+};
+
 /* Derived values, latency and the write buffer; the buffer policies' own counters follow. */
 static const NhStatsEntry memory_stats[] = {
     { "waf", DF(waf) },
@@ -147,6 +177,8 @@ static const NhStatsEntry memory_stats[] = {
     { "run.last_ns", C(run_last_ns) },
     { "run.duration_ns", D(run_duration) },
     { "run.iops", DF(run_iops) },
+    { "run.die_utilisation", DF(die_utilisation) },
+    { "run.channel_utilisation", DF(channel_utilisation) },
     { "drain.destage_pages", C(drain_destage_pages) },
     { "drain.page_programs", C(drain_page_programs) },
     { "drain.block_erases", C(drain_block_erases) },
@@ -220,6 +252,8 @@ const NhStatsEntry *nh_stats_table(size_t *n)
             append_policy(a, nh_ftl_find(nh_ftl_names[i])->counters, NULL, &slot);
         }
         append_policy(a, nh_placement_counters, NULL, &slot);
+        append_policy(a, nh_sched_counters, NULL, &slot);
+        append_entries(a, sched_stats, G_N_ELEMENTS(sched_stats));
         append_entries(a, memory_stats, G_N_ELEMENTS(memory_stats));
         for (size_t i = 0; nh_buf_names[i]; i++) {
             const NhBufPolicy *pol = nh_buf_find(nh_buf_names[i]);

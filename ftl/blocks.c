@@ -180,6 +180,7 @@ static uint64_t relocate(NhBlocks *b, uint32_t blk, uint64_t *copies)
     uint32_t front = b->s.gc_front[kind], n = 0;
     uint64_t done = b->now, t;
 
+    nh_nand_gc_begin(b->nand);
     bucket_remove(b, blk);
     b->blk[blk].state = NH_BLK_OPEN;    /* out of the buckets while it is emptied */
     for (uint32_t i = 0; i < b->blk[blk].wp && b->blk[blk].valid; i++) {
@@ -203,6 +204,7 @@ static uint64_t relocate(NhBlocks *b, uint32_t blk, uint64_t *copies)
         done = t > done ? t : done;
     }
     done = nh_nand_erase(b->nand, blk, done);
+    nh_nand_gc_end(b->nand);
     b->blk[blk] = (NhBlock){ .state = NH_BLK_FREE, .prev = NH_NONE, .next = NH_NONE };
     heap_push(b, &b->pu[pu], blk);
     b->pu[pu].erases++;

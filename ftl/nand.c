@@ -1,6 +1,8 @@
 /* nand.c - geometry, cell presets and the die/bus timelines (contract in nand.h). */
 #include "nand.h"
 
+#include <string.h>
+
 void nh_cell_preset(NhCell cell, NhTiming *t)
 {
     /* tR, tPROG, tBERS in ns and the rated P/E cycles; sources in docs/engine.md */
@@ -32,7 +34,7 @@ void nh_geometry_init(NhGeometry *g, const NhConfig *cfg)
     g->npages = g->nblocks * g->pages;
 }
 
-NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats)
+NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counters)
 {
     NhNand *n = g_new0(NhNand, 1);
 
@@ -54,9 +56,10 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats)
     n->t.t_xfer = ((uint64_t)cfg->page_size * 1000 + cfg->channel_mbps - 1) / cfg->channel_mbps;
     n->wl = cfg->one_shot == NH_ON ? 3 : 1;
     n->stats = stats;
+    n->sched = nh_sched_new(cfg, n->g.ndies, n->g.nblocks, sched_counters);
     n->op = g_new0(NhDieOp, n->g.ndies);
     n->die_free = g_new0(uint64_t, n->g.ndies);
-    n->bus_free = g_new0(uint64_t, n->g.channels);
+    n->bus = g_new0(NhBus, n->g.channels);
     n->erase_count = g_new0(uint32_t, n->g.nblocks);
     n->next_page = g_new0(uint32_t, n->g.nblocks);
     return n;
@@ -65,9 +68,13 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats)
 void nh_nand_free(NhNand *n)
 {
     if (n) {
+        nh_sched_free(n->sched);
         g_free(n->op);
         g_free(n->die_free);
-        g_free(n->bus_free);
+        for (uint32_t c = 0; c < n->g.channels; c++) {
+            g_free(n->bus[c].start);
+        }
+        g_free(n->bus);
         g_free(n->erase_count);
         g_free(n->next_page);
         g_free(n);
@@ -84,6 +91,58 @@ void nh_nand_batch_begin(NhNand *n)
 void nh_nand_batch_end(NhNand *n)
 {
     n->batch = 0;
+}
+
+/* Transfers all take t_xfer, so a gap fits one when it is that long.  Those ending before the
+ * horizon are dropped (nothing is booked before it any more); beyond NH_BUS_KEPT transfers the
+ * oldest is dropped too and the bus counts as busy until it ended (a trace whose requests all
+ * arrive at once would otherwise keep every transfer). */
+#define NH_BUS_KEPT 256
+
+uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
+{
+    NhBus *b = &n->bus[ch];
+    uint64_t x = n->t.t_xfer, at;
+    uint32_t i, lo, hi;
+
+    n->stats->nand_channel_busy_ns += x;
+    if (!nh_sched_defers(n->sched)) {
+        /* sched=fcfs: after everything booked on the bus, gaps or not (the earlier model) */
+        b->last = MAX(ready, b->last) + x;
+        return b->last;
+    }
+    while (b->first < b->n &&
+           (b->start[b->first] + x <= n->horizon || b->n - b->first >= NH_BUS_KEPT)) {
+        b->floor = MAX(b->floor, b->start[b->first] + x);
+        b->first++;
+    }
+    if (b->first == b->n || b->n == b->cap) {
+        memmove(b->start, b->start + b->first, sizeof(uint64_t) * (b->n - b->first));
+        b->n -= b->first;
+        b->first = 0;
+    }
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 16;
+        b->start = g_renew(uint64_t, b->start, b->cap);
+    }
+    /* the first transfer that ends after @ready, then the first gap from there */
+    at = MAX(ready, b->floor);
+    for (lo = b->first, hi = b->n; lo < hi;) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (b->start[mid] + x <= at) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    for (i = lo; i < b->n && b->start[i] < at + x; i++) {
+        at = b->start[i] + x;
+    }
+    memmove(b->start + i + 1, b->start + i, sizeof(uint64_t) * (b->n - i));
+    b->start[i] = at;
+    b->n++;
+    b->last = MAX(b->last, at + x);
+    return at + x;
 }
 
 /* The die's latest operation, if page @ppn may join it as a program (@program) or a read. */
@@ -115,7 +174,8 @@ static void record(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t
  * latest operation when the page may join it. */
 typedef struct Target {
     uint32_t blk, die;
-    uint64_t *die_free, *bus_free;
+    uint32_t ch;
+    uint64_t *die_free;
     uint64_t slot;
     NhDieOp *op;
 } Target;
@@ -126,37 +186,134 @@ static Target target(NhNand *n, uint32_t ppn, bool program)
 
     x.die = nh_die_of_block(n, x.blk);
     x.die_free = &n->die_free[x.die];
-    x.bus_free = &n->bus_free[nh_channel_of_block(n, x.blk)];
+    x.ch = nh_channel_of_block(n, x.blk);
     x.op = joinable(n, x.die, ppn, program, &x.slot);
     return x;
+}
+
+/* A die's time from @from to @to is busy (@to > @from counts; an operation joining another
+ * extends it from the other's end). */
+static void die_busy(NhNand *n, uint64_t from, uint64_t to)
+{
+    n->stats->nand_die_busy_ns += to > from ? to - from : 0;
+}
+
+/* Book read @ppn from @now; *joined: it shared the tR of the die's latest operation. */
+static uint64_t book_read(NhNand *n, uint32_t ppn, uint64_t now, bool *joined)
+{
+    Target x = target(n, ppn, false);
+    uint64_t sensed, done, start = max64(now, *x.die_free);
+
+    *joined = x.op != NULL;
+    if (x.op) {
+        /* sensed with the others in one tR; its transfer follows theirs */
+        sensed = x.op->sensed;
+        done = nh_nand_transfer(n, x.ch, max64(sensed, now));
+        x.op->slots |= x.slot;
+        x.op->done = done;
+        start = *x.die_free;
+    } else {
+        sensed = start + n->t.t_read;
+        done = nh_nand_transfer(n, x.ch, sensed);
+        record(n, x.die, ppn, false, x.slot, sensed, done);
+    }
+    /* the die's page register holds the data until the bus has moved it out */
+    die_busy(n, start, done);
+    *x.die_free = done;
+    return done;
+}
+
+static uint64_t book_program(NhNand *n, uint32_t ppn, uint64_t now, bool *joined)
+{
+    Target x = target(n, ppn, true);
+    uint64_t moved, done, start;
+
+    *joined = x.op != NULL;
+    if (x.op) {
+        /* its data follows the others into the die's registers; the one tPROG starts after */
+        moved = nh_nand_transfer(n, x.ch, max64(x.op->sensed, now));
+        x.op->slots |= x.slot;
+        x.op->sensed = moved;
+        start = *x.die_free;
+    } else {
+        /* data goes into the die's page register, so the die must be free when the transfer
+         * starts */
+        moved = nh_nand_transfer(n, x.ch, max64(now, *x.die_free));
+        start = moved - n->t.t_xfer;
+        record(n, x.die, ppn, true, x.slot, moved, 0);
+        x.op = &n->op[x.die];
+    }
+    done = moved + n->t.t_prog;
+    x.op->done = done;
+    die_busy(n, start, done);
+    *x.die_free = done;
+    return done;
+}
+
+static uint64_t book_erase(NhNand *n, uint32_t blk, uint64_t now)
+{
+    uint64_t *die = &n->die_free[nh_die_of_block(n, blk)];
+    uint64_t start = max64(now, *die);
+
+    *die = start + n->t.t_erase;
+    die_busy(n, start, *die);
+    return *die;
+}
+
+uint64_t nh_nand_run(NhNand *n, NhFlashOp op, uint64_t at)
+{
+    uint64_t batch = n->batch, done;
+    bool joined;
+
+    n->batch = 0;   /* a queued operation joins no host batch */
+    switch (op.kind) {
+    case NH_FOP_READ:
+        done = book_read(n, op.addr, at, &joined);
+        break;
+    case NH_FOP_PROGRAM:
+        done = book_program(n, op.addr, at, &joined);
+        break;
+    default:
+        done = book_erase(n, op.addr, at);
+        break;
+    }
+    n->batch = batch;
+    return done;
+}
+
+/* Whether GC operation @op is queued instead of booked; counts its operation if so. */
+static bool queued(NhNand *n, NhFlashOp op, uint32_t die, uint64_t now, uint64_t *ops)
+{
+    if (!n->gc_depth || !nh_sched_defers(n->sched)) {
+        return false;
+    }
+    nh_sched_queue(n->sched, die, op, now);
+    if (ops) {
+        (*ops)++;
+    }
+    return true;
 }
 
 /* A page read; @written: the page must have been programmed (the discipline check). */
 static uint64_t read_page(NhNand *n, uint32_t ppn, uint64_t now, bool written)
 {
-    Target x = target(n, ppn, false);
-    uint64_t sensed, done;
+    uint32_t blk = nh_block_of(n, ppn), die = nh_die_of_block(n, blk);
+    uint64_t done;
+    bool joined;
 
-    if (written && ppn % n->g.pages >= n->next_page[x.blk]) {
+    if (written && ppn % n->g.pages >= n->next_page[blk]) {
         n->violations++;
     }
-    if (x.op) {
-        /* sensed with the others in one tR; its transfer follows theirs */
-        sensed = x.op->sensed;
-        done = max64(max64(sensed, now), *x.bus_free) + n->t.t_xfer;
-        x.op->slots |= x.slot;
-        x.op->done = done;
-    } else {
-        sensed = max64(now, *x.die_free) + n->t.t_read;
-        done = max64(sensed, *x.bus_free) + n->t.t_xfer;
-        record(n, x.die, ppn, false, x.slot, sensed, done);
-        n->stats->nand_read_ops++;
-    }
-
-    /* the die's page register holds the data until the bus has moved it out */
-    *x.die_free = done;
-    *x.bus_free = done;
     n->stats->nand_page_reads++;
+    if (n->untimed || queued(n, (NhFlashOp){ ppn, NH_FOP_READ }, die, now, &n->stats->nand_read_ops)) {
+        return now;
+    }
+    if (!n->gc_depth && nh_sched_suspend(n->sched, n, die, ppn, now, &done)) {
+        n->stats->nand_read_ops++;
+        return done;
+    }
+    done = book_read(n, ppn, now, &joined);
+    n->stats->nand_read_ops += !joined;
     return done;
 }
 
@@ -178,54 +335,77 @@ uint64_t nh_nand_busy_until(const NhNand *n)
         t = max64(t, n->die_free[d]);
     }
     for (uint32_t c = 0; c < n->g.channels; c++) {
-        t = max64(t, n->bus_free[c]);
+        t = max64(t, n->bus[c].last);
     }
     return t;
 }
 
 uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now)
 {
-    Target x = target(n, ppn, true);
-    uint64_t moved, done;
-
-    if (x.op) {
-        /* its data follows the others into the die's registers; the one tPROG starts after */
-        moved = max64(max64(x.op->sensed, now), *x.bus_free) + n->t.t_xfer;
-        x.op->slots |= x.slot;
-        x.op->sensed = moved;
-    } else {
-        /* data goes into the die's page register, so the die must be free when the transfer
-         * starts */
-        moved = max64(max64(now, *x.die_free), *x.bus_free) + n->t.t_xfer;
-        record(n, x.die, ppn, true, x.slot, moved, 0);
-        x.op = &n->op[x.die];
-        n->stats->nand_program_ops++;
-    }
-    done = moved + n->t.t_prog;
-    x.op->done = done;
+    uint32_t blk = nh_block_of(n, ppn), die = nh_die_of_block(n, blk);
+    uint64_t done;
+    bool joined;
 
     /* ascending order; erased pages may be skipped (block-mapped FTLs leave holes) */
-    if (ppn % n->g.pages < n->next_page[x.blk]) {
+    if (ppn % n->g.pages < n->next_page[blk]) {
         n->violations++;
     }
-    n->next_page[x.blk] = ppn % n->g.pages + 1;
-
-    *x.bus_free = moved;
-    *x.die_free = done;
+    n->next_page[blk] = ppn % n->g.pages + 1;
     n->stats->nand_page_programs++;
+    if (n->untimed ||
+        queued(n, (NhFlashOp){ ppn, NH_FOP_PROGRAM }, die, now, &n->stats->nand_program_ops)) {
+        return now;
+    }
+    if (!n->gc_depth) {
+        nh_sched_wait_erase(n->sched, n, die, blk);
+    }
+    done = book_program(n, ppn, now, &joined);
+    n->stats->nand_program_ops += !joined;
     return done;
 }
 
 uint64_t nh_nand_erase(NhNand *n, uint32_t blk, uint64_t now)
 {
-    uint64_t *die = &n->die_free[nh_die_of_block(n, blk)];
-    uint64_t done = max64(now, *die) + n->t.t_erase;
-
-    *die = done;
     n->next_page[blk] = 0;
     n->erase_count[blk]++;
     n->stats->nand_block_erases++;
-    return done;
+    if (n->untimed || queued(n, (NhFlashOp){ blk, NH_FOP_ERASE }, nh_die_of_block(n, blk), now, NULL)) {
+        return now;
+    }
+    return book_erase(n, blk, now);
+}
+
+void nh_nand_gc_begin(NhNand *n)
+{
+    n->gc_depth++;
+}
+
+void nh_nand_gc_end(NhNand *n)
+{
+    g_assert(n->gc_depth);
+    n->gc_depth--;
+}
+
+void nh_nand_advance(NhNand *n, uint64_t t)
+{
+    nh_sched_advance(n->sched, n, t);
+    /* requests arrive in time order and what the scheduler holds starts after its die is
+     * free, which is now after t: nothing is booked before t any more */
+    if (t != UINT64_MAX) {
+        n->horizon = MAX(n->horizon, t);
+    }
+}
+
+void nh_nand_clock_reset(NhNand *n)
+{
+    memset(n->die_free, 0, sizeof(uint64_t) * n->g.ndies);
+    for (uint32_t c = 0; c < n->g.channels; c++) {
+        n->bus[c].first = n->bus[c].n = 0;
+        n->bus[c].last = n->bus[c].floor = 0;
+    }
+    n->horizon = 0;
+    memset(n->op, 0, sizeof(NhDieOp) * n->g.ndies);
+    nh_sched_reset(n->sched);
 }
 
 void nh_nand_wear(const NhNand *n, uint32_t *min, uint32_t *max, double *mean)

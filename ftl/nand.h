@@ -9,9 +9,13 @@
  *  - Timing: every die and every channel bus has a next-free time.  A read keeps the die busy
  *    for tR and then moves the page over the bus; a program moves the page over the bus and then
  *    keeps the die busy for tPROG; an erase keeps the die busy for tBERS.  Planes of one die share
- *    its timeline.  Booking is first come, first served: an operation booked later never
- *    overtakes one booked earlier on the same resource, which is how host I/O ends up waiting
- *    behind GC booked before it.
+ *    its timeline.  An operation is booked after what is booked on its die; with sched=prio its
+ *    transfer takes the first gap of the channel bus it fits in from when it can start (a
+ *    transfer booked for a busy die's later program does not hold the bus until then), with
+ *    sched=fcfs it follows every transfer booked before it.  When an operation is
+ *    booked is the scheduler's choice (scheduler.h): at once, or for the operations of garbage
+ *    collection (between nh_nand_gc_begin and _end) in the die's idle time.  The time a die and
+ *    a bus are busy is counted (nand.die_busy_ns, nand.channel_busy_ns).
  *  - Multi-plane and one-shot operations: between nh_nand_batch_begin() and _end() (an FTL
  *    issuing pages together), a page program joins the die's latest operation if nothing else
  *    was booked on the die since, it is a program of the same word line (the same page offset;
@@ -20,7 +24,8 @@
  *    covers them all.  Reads likewise share one tR (same page offset, other plane), their
  *    transfers serial.  Outside a batch every operation is a page of its own.
  *  - Each operation counts itself in the NAND counters of the NhStats it was given and in the
- *    block's erase count; it returns the time the operation finishes.
+ *    block's erase count when it is issued; it returns the time the operation finishes (for an
+ *    operation the scheduler queued, the time it was issued: nobody waits for it).
  */
 #ifndef NH_NAND_H
 #define NH_NAND_H
@@ -30,6 +35,7 @@
 
 #include "config.h"
 #include "stats.h"
+#include "scheduler.h"
 
 typedef struct NhGeometry {
     uint32_t channels, ways, dies, planes, blocks, pages, page_size;
@@ -55,6 +61,14 @@ typedef struct NhDieOp {
     bool     program;
 } NhDieOp;
 
+/* A channel bus: the transfers booked on it that have not ended by the horizon, in time order. */
+typedef struct NhBus {
+    uint64_t *start;
+    uint32_t  n, cap, first;    /* start[first..n) are booked */
+    uint64_t  last;             /* when the latest transfer ends */
+    uint64_t  floor;            /* busy before this: transfers no longer kept ended there */
+} NhBus;
+
 typedef struct NhNand {
     NhGeometry g;
     NhTiming   t;
@@ -63,8 +77,12 @@ typedef struct NhNand {
     uint64_t   batches;     /* ids handed out */
     NhDieOp   *op;          /* [ndies] */
     NhStats   *stats;
+    NhSched   *sched;
+    uint32_t   gc_depth;    /* nh_nand_gc_begin calls not yet ended */
+    bool       untimed;     /* operations count and change state but book no time */
     uint64_t  *die_free;        /* [ndies] next-free time */
-    uint64_t  *bus_free;        /* [channels] next-free time */
+    NhBus     *bus;             /* [channels] */
+    uint64_t   horizon;         /* no operation is booked to start before this any more */
     uint32_t  *erase_count;     /* [nblocks] */
     /* What the chips would enforce: pages of a block are programmed once each, in ascending
      * order (erased pages may be skipped and stay unusable until the erase), after an erase,
@@ -80,7 +98,8 @@ void nh_cell_preset(NhCell cell, NhTiming *t);
 /* Fill @g from @cfg, whose blocks must be resolved (nonzero). */
 void nh_geometry_init(NhGeometry *g, const NhConfig *cfg);
 
-NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats);
+/* @sched_counters: the scheduler's NH_SC_SLOTS counters. */
+NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counters);
 void nh_nand_free(NhNand *nand);
 
 static inline uint32_t nh_block_of(const NhNand *n, uint32_t ppn) { return ppn / n->g.pages; }
@@ -108,6 +127,19 @@ uint64_t nh_nand_erase(NhNand *n, uint32_t blk, uint64_t now);
  * operation: the caller takes the latest time any call of the batch returned. */
 void nh_nand_batch_begin(NhNand *n);
 void nh_nand_batch_end(NhNand *n);
+
+/* Operations issued until _end() are garbage collection's (the scheduler may defer them);
+ * nested calls are fine. */
+void nh_nand_gc_begin(NhNand *n);
+void nh_nand_gc_end(NhNand *n);
+/* A request arrives at @t: the scheduler starts what idle dies may run before it. */
+void nh_nand_advance(NhNand *n, uint64_t t);
+/* Book a page transfer on channel @ch's bus in the first gap from @ready; when it ends. */
+uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready);
+/* For the scheduler: book operation @op, issued earlier, on its die and bus from @at. */
+uint64_t nh_nand_run(NhNand *n, NhFlashOp op, uint64_t at);
+/* The clocks restart at 0 (a state file was loaded): nothing booked, nothing queued. */
+void nh_nand_clock_reset(NhNand *n);
 
 /* Erase-count summary over all blocks. */
 void nh_nand_wear(const NhNand *n, uint32_t *min, uint32_t *max, double *mean);

@@ -50,6 +50,8 @@ typedef struct NhStats {
     uint64_t nand_block_erases;         /* nand.block_erases */
     uint64_t nand_program_ops;          /* nand.program_ops: tPROGs (multi-plane, one-shot) */
     uint64_t nand_read_ops;             /* nand.read_ops: tRs (multi-plane reads) */
+    uint64_t nand_die_busy_ns;          /* nand.die_busy_ns: summed over the dies */
+    uint64_t nand_channel_busy_ns;      /* nand.channel_busy_ns: summed over the channels */
     uint64_t ftl_gc_page_copies;        /* ftl.gc_page_copies */
     uint64_t ftl_gc_blocks;             /* ftl.gc_blocks */
     uint64_t ftl_gc_foreground_blocks;  /* ftl.gc_foreground_blocks */

@@ -80,30 +80,71 @@ static uint64_t counter(NhEngine *e, const char *path)
     return v;
 }
 
-/* Everything on one die: a read that arrives when background GC starts waits for its erase. */
-static void test_read_behind_gc(void)
+#define ONE_DIE "channels=1,ways=1,pages=16,op=10,t-erase=10ms,wl-threshold=0"
+
+/* Everything on one die, until a read arrives when background GC is due; *now is its arrival,
+ * *copies the pages the victim holds, the read's latency is returned. */
+static uint64_t read_when_gc_starts(NhEngine *e, uint64_t *now, uint64_t *copies,
+                                    uint64_t *plain)
 {
-    NhEngine *e = unit_engine("channels=1,ways=1,pages=16,op=10,t-erase=10ms", 1 << 20);
-    uint64_t now = 0, blocks_before, gc_wait = 0, plain = 0;
+    uint64_t blocks_before, copies_before;
     GRand *r = g_rand_new_with_seed(7);
 
     submit(e, NH_OP_WRITE, 0, 1 << 20, 0);
-    for (int i = 0; i < 20000 && !gc_wait; i++) {
-        now += IDLE;    /* every request finds the die idle, except for GC booked just now */
+    *now = 0;
+    for (int i = 0; i < 20000; i++) {
+        uint64_t t;
+        *now += IDLE;   /* every request finds the die idle, except for GC issued at it */
         blocks_before = counter(e, "ftl.gc_blocks");
-        uint64_t t = submit(e, NH_OP_READ, 0, 4096, now) - now;
+        copies_before = counter(e, "ftl.gc_page_copies");
+        t = submit(e, NH_OP_READ, 0, 4096, *now) - *now;
         if (counter(e, "ftl.gc_blocks") > blocks_before) {
-            gc_wait = t;
-        } else {
-            plain = t;
+            *copies = counter(e, "ftl.gc_page_copies") - copies_before;
+            g_rand_free(r);
+            return t;
         }
-        submit(e, NH_OP_WRITE, g_rand_int_range(r, 0, 256) * 4096, 4096, now + IDLE / 2);
+        *plain = t;
+        submit(e, NH_OP_WRITE, g_rand_int_range(r, 0, 256) * 4096, 4096, *now + IDLE / 2);
     }
-    g_rand_free(r);
+    g_assert_not_reached();
+}
+
+/* sched=fcfs: a read that arrives when background GC starts waits for the victim's erase. */
+static void test_read_behind_gc(void)
+{
+    NhEngine *e = unit_engine(ONE_DIE ",sched=fcfs", 1 << 20);
+    uint64_t now, copies, plain = 0, gc_wait = read_when_gc_starts(e, &now, &copies, &plain);
+
     g_test_message("read alone %" G_GUINT64_FORMAT " ns, behind a GC %" G_GUINT64_FORMAT " ns",
                    plain, gc_wait);
     g_assert_cmpuint(plain, ==, 25000 + 5120);
     g_assert_cmpuint(gc_wait, >=, 10000000 + 25000 + 5120);
+    nh_engine_free(e);
+}
+
+/*
+ * sched=prio: the same read goes first (GC waits for the die's idle time); a read that arrives
+ * while the victim's erase runs suspends it (t-suspend, then tR and the transfer), and the
+ * erase resumes t-resume after the read, so a program arriving next waits for the erase's
+ * remaining time plus the suspension.  All of it on one die and one bus, to the nanosecond.
+ */
+static void test_suspend(void)
+{
+    NhEngine *e = unit_engine(ONE_DIE ",t-suspend=20us,t-resume=30us", 1 << 20);
+    uint64_t now, copies, plain = 0, t = read_when_gc_starts(e, &now, &copies, &plain);
+    const uint64_t read = 25000 + 5120, prog = 5120 + 200000;
+    /* the read left the die at now + read; the victim's copies follow, then its erase */
+    uint64_t erase = now + read + copies * (read + prog), at = erase + 1000000;
+
+    g_assert_cmpuint(t, ==, read);
+    g_assert_cmpuint(copies, >, 0);
+    g_assert_cmpuint(counter(e, "sched.queued_ops"), ==, 2 * copies + 1);
+    g_assert_cmpuint(submit(e, NH_OP_READ, 0, 4096, at) - at, ==, 20000 + read);
+    g_assert_cmpuint(counter(e, "sched.suspends"), ==, 1);
+    g_assert_cmpuint(counter(e, "sched.idle_ops"), ==, 2 * copies + 1);
+    /* the erase ends 10 ms after it began, plus the suspension: 20 us, the read, 30 us */
+    g_assert_cmpuint(submit(e, NH_OP_WRITE, 200 * 4096, 4096, at + 100000), ==,
+                     erase + 10000000 + 20000 + read + 30000 + prog);
     nh_engine_free(e);
 }
 
@@ -167,6 +208,7 @@ int main(int argc, char **argv)
     g_test_add_func("/timing/channel-scaling", test_channel_scaling);
     g_test_add_func("/timing/die-serialises", test_die_serialises);
     g_test_add_func("/timing/read-behind-gc", test_read_behind_gc);
+    g_test_add_func("/timing/suspend", test_suspend);
     g_test_add_func("/timing/latency-zero", test_latency_zero);
     g_test_add_func("/timing/presets", test_presets);
     g_test_add_func("/timing/unwritten-reads", test_unwritten_reads);
