@@ -74,6 +74,7 @@ powercut: all
 bench: all guest
 	scripts/bench-overhead
 	scripts/bench-fidelity
+	scripts/bench-fidelity-sim
 	scripts/bench-sim
 	scripts/bench-ba
 	scripts/bench-ba --icount
