@@ -60,6 +60,9 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counter
     n->op = g_new0(NhDieOp, n->g.ndies);
     n->die_free = g_new0(uint64_t, n->g.ndies);
     n->bus = g_new0(NhBus, n->g.channels);
+    for (uint32_t c = 0; c < n->g.channels; c++) {
+        n->bus[c].start = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    }
     n->erase_count = g_new0(uint32_t, n->g.nblocks);
     n->next_page = g_new0(uint32_t, n->g.nblocks);
     return n;
@@ -72,7 +75,7 @@ void nh_nand_free(NhNand *n)
         g_free(n->op);
         g_free(n->die_free);
         for (uint32_t c = 0; c < n->g.channels; c++) {
-            g_free(n->bus[c].start);
+            g_array_free(n->bus[c].start, TRUE);
         }
         g_free(n->bus);
         g_free(n->erase_count);
@@ -102,8 +105,9 @@ void nh_nand_batch_end(NhNand *n)
 uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
 {
     NhBus *b = &n->bus[ch];
+    const uint64_t *start = (const uint64_t *)(void *)b->start->data;
     uint64_t x = n->t.t_xfer, at;
-    uint32_t i, lo, hi;
+    guint drop = 0, lo, hi, i;
 
     n->stats->nand_channel_busy_ns += x;
     if (!nh_sched_defers(n->sched)) {
@@ -111,36 +115,27 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
         b->last = MAX(ready, b->last) + x;
         return b->last;
     }
-    while (b->first < b->n &&
-           (b->start[b->first] + x <= n->horizon || b->n - b->first >= NH_BUS_KEPT)) {
-        b->floor = MAX(b->floor, b->start[b->first] + x);
-        b->first++;
+    while (drop < b->start->len &&
+           (start[drop] + x <= n->horizon || b->start->len - drop >= NH_BUS_KEPT)) {
+        b->floor = MAX(b->floor, start[drop] + x);
+        drop++;
     }
-    if (b->first == b->n || b->n == b->cap) {
-        memmove(b->start, b->start + b->first, sizeof(uint64_t) * (b->n - b->first));
-        b->n -= b->first;
-        b->first = 0;
-    }
-    if (b->n == b->cap) {
-        b->cap = b->cap ? b->cap * 2 : 16;
-        b->start = g_renew(uint64_t, b->start, b->cap);
-    }
+    g_array_remove_range(b->start, 0, drop);
+    start = (const uint64_t *)(void *)b->start->data;
     /* the first transfer that ends after @ready, then the first gap from there */
     at = MAX(ready, b->floor);
-    for (lo = b->first, hi = b->n; lo < hi;) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (b->start[mid] + x <= at) {
+    for (lo = 0, hi = b->start->len; lo < hi;) {
+        guint mid = lo + (hi - lo) / 2;
+        if (start[mid] + x <= at) {
             lo = mid + 1;
         } else {
             hi = mid;
         }
     }
-    for (i = lo; i < b->n && b->start[i] < at + x; i++) {
-        at = b->start[i] + x;
+    for (i = lo; i < b->start->len && start[i] < at + x; i++) {
+        at = start[i] + x;
     }
-    memmove(b->start + i + 1, b->start + i, sizeof(uint64_t) * (b->n - i));
-    b->start[i] = at;
-    b->n++;
+    g_array_insert_val(b->start, i, at);
     b->last = MAX(b->last, at + x);
     return at + x;
 }
@@ -400,7 +395,7 @@ void nh_nand_clock_reset(NhNand *n)
 {
     memset(n->die_free, 0, sizeof(uint64_t) * n->g.ndies);
     for (uint32_t c = 0; c < n->g.channels; c++) {
-        n->bus[c].first = n->bus[c].n = 0;
+        g_array_set_size(n->bus[c].start, 0);
         n->bus[c].last = n->bus[c].floor = 0;
     }
     n->horizon = 0;

@@ -63,8 +63,7 @@ typedef struct NhDieOp {
 
 /* A channel bus: the transfers booked on it that have not ended by the horizon, in time order. */
 typedef struct NhBus {
-    uint64_t *start;
-    uint32_t  n, cap, first;    /* start[first..n) are booked */
+    GArray   *start;            /* uint64_t: when each kept transfer starts, ascending */
     uint64_t  last;             /* when the latest transfer ends */
     uint64_t  floor;            /* busy before this: transfers no longer kept ended there */
 } NhBus;

@@ -40,8 +40,8 @@ typedef struct Queued {
 } Queued;
 
 typedef struct DieQueue {
-    Queued    *ops;
-    uint32_t   head, len, cap;  /* ops[head..len) are queued */
+    GArray    *ops;             /* Queued; [head, len) are still queued */
+    guint      head;
 } DieQueue;
 
 /* The GC operation a die ran last, while nothing else is booked after it. */
@@ -72,6 +72,9 @@ NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uin
     s->ctr = counters;
     s->ndies = ndies;
     s->q = g_new0(DieQueue, ndies);
+    for (uint32_t d = 0; d < ndies; d++) {
+        s->q[d].ops = g_array_new(FALSE, FALSE, sizeof(Queued));
+    }
     s->run = g_new0(Running, ndies);
     s->erases = g_new0(uint16_t, nblocks);
     return s;
@@ -81,7 +84,7 @@ void nh_sched_free(NhSched *s)
 {
     if (s) {
         for (uint32_t d = 0; d < s->ndies; d++) {
-            g_free(s->q[d].ops);
+            g_array_free(s->q[d].ops, TRUE);
         }
         g_free(s->q);
         g_free(s->run);
@@ -95,22 +98,28 @@ bool nh_sched_defers(const NhSched *s)
     return s->policy == NH_SCHED_PRIO;
 }
 
+/* Die @die's queue, and its oldest operation. */
+static bool has_queued(const NhSched *s, uint32_t die)
+{
+    return s->q[die].head < s->q[die].ops->len;
+}
+
+static Queued *oldest(const NhSched *s, uint32_t die)
+{
+    return &g_array_index(s->q[die].ops, Queued, s->q[die].head);
+}
+
 void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
 {
     DieQueue *q = &s->q[die];
+    Queued e = { op, now };
 
-    if (q->head == q->len) {
-        q->head = q->len = 0;
-    } else if (q->len == q->cap && q->head) {
-        memmove(q->ops, q->ops + q->head, sizeof(Queued) * (q->len - q->head));
-        q->len -= q->head;
+    /* what has run is dropped once it is half of the array, so appending stays amortised O(1) */
+    if (q->head && q->head * 2 >= q->ops->len) {
+        g_array_remove_range(q->ops, 0, q->head);
         q->head = 0;
     }
-    if (q->len == q->cap) {
-        q->cap = q->cap ? q->cap * 2 : 64;
-        q->ops = g_renew(Queued, q->ops, q->cap);
-    }
-    q->ops[q->len++] = (Queued){ op, now };
+    g_array_append_val(q->ops, e);
     if (op.kind == NH_FOP_ERASE) {
         g_assert(s->erases[op.addr] < UINT16_MAX);
         s->erases[op.addr]++;
@@ -121,18 +130,18 @@ void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
 /* When die @die's oldest queued operation can start. */
 static uint64_t next_start(const NhSched *s, const NhNand *n, uint32_t die)
 {
-    return MAX(n->die_free[die], s->q[die].ops[s->q[die].head].issued);
+    return MAX(n->die_free[die], oldest(s, die)->issued);
 }
 
 /* Run die @die's oldest queued operation from when it can start. */
 static void run_next(NhSched *s, NhNand *n, uint32_t die)
 {
-    DieQueue *q = &s->q[die];
     Running *r = &s->run[die];
     NhFlashOp op;
 
     r->start = next_start(s, n, die);
-    op = q->ops[q->head++].op;
+    op = oldest(s, die)->op;
+    s->q[die].head++;
     r->end = nh_nand_run(n, op, r->start);
     r->reads_until = 0;
     r->suspendable = op.kind != NH_FOP_READ;
@@ -153,7 +162,7 @@ void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
         uint64_t at = t;
 
         for (uint32_t d = 0; d < s->ndies; d++) {
-            if (s->q[d].head < s->q[d].len && next_start(s, n, d) < at) {
+            if (has_queued(s, d) && next_start(s, n, d) < at) {
                 best = d;
                 at = next_start(s, n, d);
             }
@@ -169,7 +178,7 @@ void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
 void nh_sched_wait_erase(NhSched *s, NhNand *n, uint32_t die, uint32_t blk)
 {
     while (s->erases[blk]) {
-        g_assert(s->q[die].head < s->q[die].len);
+        g_assert(has_queued(s, die));
         run_next(s, n, die);
         s->ctr[NH_SC_FORCED_OPS]++;
     }
@@ -213,13 +222,13 @@ uint64_t nh_sched_queued(const NhSched *s)
 void nh_sched_reset(NhSched *s)
 {
     for (uint32_t d = 0; d < s->ndies; d++) {
-        DieQueue *q = &s->q[d];
-        for (uint32_t i = q->head; i < q->len; i++) {
-            if (q->ops[i].op.kind == NH_FOP_ERASE) {
-                s->erases[q->ops[i].op.addr]--;
+        for (; has_queued(s, d); s->q[d].head++) {
+            if (oldest(s, d)->op.kind == NH_FOP_ERASE) {
+                s->erases[oldest(s, d)->op.addr]--;
             }
         }
-        q->head = q->len = 0;
+        g_array_set_size(s->q[d].ops, 0);
+        s->q[d].head = 0;
     }
     memset(s->run, 0, sizeof(Running) * s->ndies);
     s->queued = 0;
