@@ -8,6 +8,7 @@
 #   make check      build everything and run every test (unit, qtest, guest end to end)
 #   make check-slow long soak tests and benchmarks (not part of check)
 #   make powercut   power-cut campaign, POWERCUT_ROUNDS rounds (scripts/powercut-campaign)
+#   make dblog-powercut  power cuts under the databases logging on the window, DBLOG_CUTS cuts
 BUILD      := build
 PYTEST     := $(BUILD)/venv/bin/pytest
 # QEMU compiles with -g; without this ccache would key every object on the clone's directory.
@@ -15,7 +16,7 @@ export CCACHE_NOHASHDIR := 1
 export CCACHE_BASEDIR := $(CURDIR)
 MESON      := $(BUILD)/venv/bin/meson
 
-.PHONY: powercut all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
+.PHONY: powercut dblog-powercut all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
 
 all: $(BUILD)/.configured
 	ninja -C $(BUILD)
@@ -61,6 +62,7 @@ check-guest: all guest
 
 check-slow: all guest
 	$(PYTEST) -q -m slow tests/guest
+	$(MAKE) dblog-powercut
 
 # A long power-cut campaign (about 20 s a round under TCG): the summary line and
 # $(BUILD)/powercut.json; POWERCUT_ARGS passes more options (--seed S, --ftl F, ...).
@@ -71,6 +73,15 @@ powercut: all
 	scripts/powercut-campaign $(POWERCUT_ROUNDS) --dir $(BUILD)/powercut \
 	    --json $(BUILD)/powercut.json $(POWERCUT_ARGS)
 
+# Power cuts under PostgreSQL, Redis and RocksDB logging on the BAR1 window (scripts/dblog-powercut;
+# about 50 s a cut under TCG, each cut under all three engines): the summary line and
+# $(BUILD)/dblog-powercut.json.  DBLOG_ARGS passes more options (--async, --seed S, ...).
+DBLOG_CUTS ?= 100
+DBLOG_ARGS ?=
+dblog-powercut: all guest
+	scripts/dblog-powercut $(DBLOG_CUTS) --dir $(BUILD)/dblog-powercut \
+	    --json $(BUILD)/dblog-powercut.json $(DBLOG_ARGS)
+
 bench: all guest
 	scripts/bench-overhead
 	scripts/bench-fidelity
@@ -79,6 +90,8 @@ bench: all guest
 	scripts/bench-ba
 	scripts/bench-ba --icount
 	scripts/bench-dstream
+	scripts/bench-dblog
+	scripts/bench-dblog --icount
 
 clean:
 	rm -rf $(BUILD)/qemu-build $(BUILD)/guest

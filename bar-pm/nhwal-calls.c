@@ -47,7 +47,7 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode)
     }
     fd = real_openat(dirfd, path, flags & ~(O_SYNC | O_DSYNC), mode);
     if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        nhwal_track(fd, abs, flags & O_APPEND);
+        nhwal_track(fd, abs);
         if (flags & O_TRUNC) {
             nhwal_logged_truncate(fd, abs, 0);
         }
@@ -172,9 +172,6 @@ int fcntl(int fd, int cmd, ...)
     if (nhwal_g.active && r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) {
         nhwal_copy_track(fd, r);
     }
-    if (nhwal_g.active && r >= 0 && cmd == F_SETFL && nhwal_fdent(fd) && nhwal_fdent(fd)->tracked) {
-        nhwal_fdent(fd)->append = ((long)arg & O_APPEND) != 0;
-    }
     return r;
 }
 
@@ -200,7 +197,12 @@ static ssize_t tracked_write(int fd, const struct iovec *iov, int iovcnt, off_t 
         return positional ? real_pwritev(fd, iov, iovcnt, pos) : real_writev(fd, iov, iovcnt);
     }
     snprintf(path, sizeof(path), "%s", e->path);
-    append = e->append;
+    /* O_APPEND as the kernel has it now (open, fcntl, dup and inheritance all set it).  Kept
+     * in the descriptor table it was lost (O_APPEND does not fit the uint8_t it was stored
+     * in): the first write after an O_APPEND open of a non-empty file was logged at the
+     * descriptor's position 0, and a replay put it over the file's start (Redis's AOF after
+     * a power cut, found by scripts/dblog-powercut). */
+    append = (real_fcntl(fd, F_GETFL) & O_APPEND) != 0;
     if (positional && !append) {
         off = pos;
         r = real_pwritev(fd, iov, iovcnt, pos);

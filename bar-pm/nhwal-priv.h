@@ -26,7 +26,7 @@ struct nhwal_state {
     char *patterns[MAX_PATTERNS];
     int npatterns;
     /* per-process fd table (inherited by fork, rebuilt after exec from /proc/self/fd) */
-    struct fdent { char *path; uint8_t tracked, append; } *fds;
+    struct fdent { char *path; uint8_t tracked; } *fds;
     size_t nfds;
     size_t fd_hi;           /* every tracked fd is below this */
     pthread_mutex_t fd_lock;
@@ -50,7 +50,7 @@ void nhwal_resolve(void);
 int nhwal_abs_path(int dirfd, const char *path, char *out, size_t len);
 int nhwal_matches(const char *abs);
 struct fdent *nhwal_fdent(int fd);
-void nhwal_track(int fd, const char *abs, int append);
+void nhwal_track(int fd, const char *abs);
 void nhwal_untrack(int fd);
 void nhwal_copy_track(int from, int to);
 void nhwal_reresolve(void);

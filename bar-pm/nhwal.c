@@ -161,7 +161,7 @@ struct fdent *nhwal_fdent(int fd)
     return fd >= 0 && (size_t)fd < nhwal_g.nfds ? &nhwal_g.fds[fd] : NULL;
 }
 
-void nhwal_track(int fd, const char *abs, int append)
+void nhwal_track(int fd, const char *abs)
 {
     struct fdent *e = nhwal_fdent(fd);
     char *p;
@@ -173,7 +173,6 @@ void nhwal_track(int fd, const char *abs, int append)
     pthread_mutex_lock(&nhwal_g.fd_lock);
     free(e->path);
     e->path = p;
-    e->append = append;
     e->tracked = p != NULL;
     if ((size_t)fd >= nhwal_g.fd_hi) {
         nhwal_g.fd_hi = fd + 1;
@@ -204,7 +203,7 @@ void nhwal_copy_track(int from, int to)
     }
     nhwal_untrack(to);
     if (a && a->tracked) {
-        nhwal_track(to, a->path, a->append);
+        nhwal_track(to, a->path);
     }
 }
 
@@ -235,7 +234,7 @@ void nhwal_reresolve(void)
             nhwal_untrack(fd);        /* writes to a removed file need no log */
         } else if (strcmp(target, nhwal_g.fds[fd].path)) {
             if (nhwal_matches(target)) {
-                nhwal_track(fd, target, nhwal_g.fds[fd].append);
+                nhwal_track(fd, target);
             } else {
                 /* From now on its writes bypass the ring: records of it already there must
                  * never be replayed over them.  (A failed flush leaves it tracked.) */
@@ -430,7 +429,7 @@ __attribute__((constructor)) static void nhwal_init(void)
             fl = real_fcntl(fd, F_GETFL);
             if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && fstat(fd, &st) == 0 &&
                 S_ISREG(st.st_mode) && nhwal_matches(target)) {
-                nhwal_track(fd, target, fl & O_APPEND);
+                nhwal_track(fd, target);
             }
         }
         closedir(d);

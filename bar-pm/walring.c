@@ -419,9 +419,20 @@ static int append_one(walring *r, uint16_t type, const char *path, size_t plen, 
         head += pad;
     }
     h.pos = head;
-    h.crc = wr_crc32c(wr_crc32c(wr_crc32c(0, &h, sizeof(h)), path, plen), buf, len);
+    h.crc = wr_crc32c(wr_crc32c(0, &h, sizeof(h)), path, plen);
     pm_store(at(r, head) + REC_HDR, path, plen);
-    pm_store(at(r, head) + REC_HDR + plen, buf, len);
+    /* The caller's buffer may change while we read it (PostgreSQL writes the WAL page it is
+     * still inserting into, from shared memory): take each piece once, checksum that copy and
+     * store the same copy, so the record's CRC always matches its bytes. */
+    for (size_t done = 0; done < len;) {
+        uint8_t piece[4096];
+        size_t n = len - done < sizeof(piece) ? len - done : sizeof(piece);
+
+        memcpy(piece, buf + done, n);
+        h.crc = wr_crc32c(h.crc, piece, n);
+        pm_store(at(r, head) + REC_HDR + plen + done, piece, n);
+        done += n;
+    }
     pm_store(at(r, head), &h, sizeof(h));
     if (r->after_store) {
         r->after_store(r->ctx);

@@ -261,6 +261,12 @@ if pid == 0:
     os.fdatasync(fd)
     os._exit(0)
 os.waitpid(pid, 0)
+# f: a non-empty file opened again with O_APPEND (as Redis reopens its AOF) and appended to.
+os.close(put("f", b"F" * 100))
+fd = os.open(D + "f", os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"tail")
+os.fdatasync(fd)
+os.close(fd)
 open("/mnt/share/ready", "w").close()
 EOF2
 sleep 600
@@ -270,7 +276,7 @@ META_AFTER = r"""
 set -eu
 nh-db-setup --keep --wal rocksdb
 cd /mnt/db/applog
-for f in a b c e; do python3 -c "import sys; print(repr(open('$f','rb').read()))" > /mnt/share/$f; done
+for f in a b c e f; do python3 -c "import sys; print(repr(open('$f','rb').read()))" > /mnt/share/$f; done
 """
 
 
@@ -304,6 +310,7 @@ def test_renames_truncation_unlink_fork_survive_sigkill(share, tmp_path, monkeyp
     e[10:13] = b"dup"
     e[20:25] = b"child"
     assert content("e") == bytes(e)
+    assert content("f") == b"F" * 100 + b"tail"
 
 
 ROCKS_WRITER = r"""

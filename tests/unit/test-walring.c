@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <glib.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,6 +470,50 @@ static void test_flush_failure(void)
 
 /* A truncation between writes, after the longer file was made durable: the replay cuts it
  * where the program did, and the writes after the cut land as they did. */
+/* The caller's buffer changes while it is being logged (PostgreSQL writes the WAL page it is
+ * still inserting into, from shared memory: the bytes past what it needs durable change under
+ * the write).  Every record must still be whole and valid, so that the replay goes past it. */
+typedef struct mut { uint8_t *page; volatile int running, stop; } mut;
+
+static void *mutator(void *a)
+{
+    mut *m = a;
+    for (uint8_t v = 0; !m->stop; v++) {
+        memset(m->page + 2048, v, 2048);
+        m->running = 1;
+    }
+    return NULL;
+}
+
+static void test_buffer_changing_under_append(void)
+{
+    static const char *const names[] = { "wal" };
+    static uint8_t page[4096];
+    mut m = { page, 0, 0 };
+    pthread_t t;
+    fx f;
+    char *path;
+    int fd, records = 1000;
+
+    fx_setup(&f, 8 << 20);
+    path = live(&f, "wal");
+    fd = open(path, O_WRONLY | O_CREAT, 0600);
+    g_assert_cmpint(fd, >=, 0);
+    memset(page, 'w', 2048);
+    pthread_create(&t, NULL, mutator, &m);
+    while (!m.running) {
+        sched_yield();
+    }
+    for (int i = 0; i < records; i++) {
+        logged_write(&f.r, fd, path, (uint64_t)i * sizeof(page), page, sizeof(page));
+    }
+    m.stop = 1;
+    pthread_join(t, NULL);
+    close(fd);
+    g_assert_cmpint(power_cut_and_replay(&f, names, 1), ==, records);
+    g_free(path);
+}
+
 static void test_truncate(void)
 {
     static const char *const names[] = { "cut" };
@@ -550,6 +595,7 @@ int main(int argc, char **argv)
     g_test_add_func("/walring/kill-after-store-last", test_kill_complete_last);
     g_test_add_func("/walring/kill-torn-store-last", test_kill_torn_last);
     g_test_add_func("/walring/flush-failure", test_flush_failure);
+    g_test_add_func("/walring/buffer-changing", test_buffer_changing_under_append);
     g_test_add_func("/walring/truncate", test_truncate);
     g_test_add_func("/walring/reformat", test_reformat);
     g_test_add_func("/walring/bad-superblock", test_bad_superblock);
