@@ -26,7 +26,7 @@ BAR0, BAR1 = 0xe0000000, 0xe0800000
 
 def write(off, value, size=2, region=REGS):
     """MMIO write; size 0..3 is 1, 2, 4, 8 bytes."""
-    return struct.pack("<BBBxIQ", 3, size, region, off, value)
+    return struct.pack("<BBBxxIQ", 3, size, region, off, value)
 
 
 def pattern(data, index=0, stride=0):
