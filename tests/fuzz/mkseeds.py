@@ -21,7 +21,7 @@ ASQ, ACQ = 0x100000, 0x101000
 IOSQ, IOCQ = 0x102000, 0x103000
 DATA = 0x110000
 # BAR addresses as qpci_iomap assigns them on q35 with only this device (QTEST_LOG shows them)
-BAR0, BAR1 = 0xe0000000, 0xe0800000
+BAR0, BAR1 = 0xe0000000, 0xe0100000
 
 
 def write(off, value, size=2, region=REGS):
@@ -100,7 +100,7 @@ def vendor_seeds():
                     ("flush", flush)]:
         s[name] = seed(enable() + admin([c]))
     # a window range at the end, a pin over BAR memory, the same entry twice
-    s["pin-edges"] = seed(enable() + admin([sqe(0xc0, 1, nsid=1, cdw=(7, 0x7ff000, 100, 0, 8)),
+    s["pin-edges"] = seed(enable() + admin([sqe(0xc0, 1, nsid=1, cdw=(7, 0xff000, 100, 0, 8)),
                                             sqe(0xc0, 2, nsid=1, cdw=(7, 0, 0, 0, 1)),
                                             sqe(0xc6, 3, prp1=BAR0, cdw=(7, 0, 512)),
                                             sqe(0xc8, 4, cdw=(7,))]))
