@@ -192,30 +192,31 @@ static void put_seed(const char *seeds, const char *name, uint8_t kind, uint8_t 
     write_file(p, b, n + 2);
 }
 
+typedef bool (*SaveFn)(const NhEngine *, const char *, const void *, size_t, GError **);
+
+/* A seed of kind @k: the state file @save writes for @e. */
+static void state_seed(const char *seeds, NhEngine *e, size_t k, SaveFn save, const char *what)
+{
+    g_autofree char *data = NULL;
+    g_autofree char *name = g_strdup_printf("state-%zu-%s", k, what);
+    gsize len;
+
+    if (!save(e, state_path, "smart", 5, NULL) ||
+        !g_file_get_contents(state_path, &data, &len, NULL)) {
+        abort();
+    }
+    put_seed(seeds, name, k, 0, (uint8_t *)data, len);
+}
+
 static void make_seeds(const char *seeds)
 {
     g_mkdir_with_parents(seeds, 0755);
     for (size_t k = 0; k < NCONFIGS; k++) {
         NhEngine *e = engine(k);
-        g_autofree char *data = NULL;
-        g_autofree char *name = NULL;
-        gsize len;
 
         workload(e, k + 1, 3000);
-        if (!nh_engine_save(e, state_path, "smart", 5, NULL) ||
-            !g_file_get_contents(state_path, &data, &len, NULL)) {
-            abort();
-        }
-        name = g_strdup_printf("state-%zu-clean", k);
-        put_seed(seeds, name, k, 0, (uint8_t *)data, len);
-        g_free(data);
-        g_free(name);
-        if (!nh_engine_checkpoint(e, state_path, "smart", 5, NULL) ||
-            !g_file_get_contents(state_path, &data, &len, NULL)) {
-            abort();
-        }
-        name = g_strdup_printf("state-%zu-checkpoint", k);
-        put_seed(seeds, name, k, 0, (uint8_t *)data, len);
+        state_seed(seeds, e, k, nh_engine_save, "clean");
+        state_seed(seeds, e, k, nh_engine_checkpoint, "checkpoint");
         nh_engine_free(e);
     }
     for (int dumped = 0; dumped < 2; dumped++) {
