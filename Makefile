@@ -9,6 +9,8 @@
 #   make check-slow long soak tests and benchmarks (not part of check)
 #   make powercut   power-cut campaign, POWERCUT_ROUNDS rounds (scripts/powercut-campaign)
 #   make dblog-powercut  power cuts under the databases logging on the window, DBLOG_CUTS cuts
+#   make fuzz       fuzzing build (clang, libFuzzer, ASan, UBSan) in build/fuzz and a campaign of
+#                   FUZZ_SECONDS per configuration (scripts/fuzz-build, scripts/fuzz)
 BUILD      := build
 PYTEST     := $(BUILD)/venv/bin/pytest
 # QEMU compiles with -g; without this ccache would key every object on the clone's directory.
@@ -16,7 +18,7 @@ export CCACHE_NOHASHDIR := 1
 export CCACHE_BASEDIR := $(CURDIR)
 MESON      := $(BUILD)/venv/bin/meson
 
-.PHONY: powercut dblog-powercut all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
+.PHONY: fuzz powercut dblog-powercut all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
 
 all: $(BUILD)/.configured
 	ninja -C $(BUILD)
@@ -81,6 +83,15 @@ DBLOG_ARGS ?=
 dblog-powercut: all guest
 	scripts/dblog-powercut $(DBLOG_CUTS) --dir $(BUILD)/dblog-powercut \
 	    --json $(BUILD)/dblog-powercut.json $(DBLOG_ARGS)
+
+# Coverage-guided fuzzing (docs/fuzzing.md): a second QEMU build in build/fuzz (build/qemu-build
+# is not touched), then FUZZ_SECONDS per configuration; the last line is
+# `execs E edges D crashes C`, and the status is non-zero when C is not 0.
+FUZZ_SECONDS ?= 60
+FUZZ_ARGS    ?=
+fuzz: $(BUILD)/.configured
+	scripts/fuzz-build
+	scripts/fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_ARGS)
 
 bench: all guest
 	scripts/bench-overhead
