@@ -83,7 +83,7 @@ struct NhBufBlock {
     uint32_t  sectors;      /* dirty sectors */
     uint32_t  seq_next;     /* next offset if written in order from offset 0 so far, else NOSEQ */
     uint64_t  stamp;        /* the write request that last touched it */
-    uint64_t  pop;          /* cbm: popularity */
+    uint64_t  weight;       /* the policy's ordering weight (cbm: popularity) */
     uint32_t  aux;          /* the policy's: fab, clc, lbuf: the size bucket it is in;
                              * bpac, cbm: its pages on the page list */
     uint8_t   region;       /* the policy's: 0 = on no list of its own yet */

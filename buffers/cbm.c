@@ -33,8 +33,8 @@ static gint bpl_cmp(gconstpointer a, gconstpointer c, gpointer data)
 {
     const NhBufBlock *x = a, *y = c;
     (void)data;
-    if (x->pop != y->pop) {
-        return x->pop < y->pop ? -1 : 1;
+    if (x->weight != y->weight) {
+        return x->weight < y->weight ? -1 : 1;
     }
     if (x->dirty.length != y->dirty.length) {
         return x->dirty.length > y->dirty.length ? -1 : 1;
@@ -68,7 +68,7 @@ static void cbm_written(void *p, const NhBufWrite *w)
     Cbm *s = p;
     NhBufBlock *k = w->blk;
 
-    k->pop++;
+    k->weight++;
     if (k->region == BLOCK) {
         for (uint32_t i = 0; i < w->n; i++) {
             w->pg[i]->region = BLOCK;
@@ -118,7 +118,7 @@ static void cbm_removed(void *p, NhBufPage *pg)
     }
     if (!nh_buf_ndirty(k)) {
         k->region = NONE;
-        k->pop = 0;
+        k->weight = 0;
     }
 }
 

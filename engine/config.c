@@ -76,20 +76,10 @@ static const NhConfigKey device_keys[] = {
       "foreground GC (host writes wait) below this percent of the spare blocks" },
     { "wl-threshold", NH_KEY_UINT, F(wl_threshold), "0", 0, 1000000, NULL, false,
       "static wear levelling moves cold data when a plane's erase-count spread exceeds this; 0 = off" },
-    { "stripe-merge", NH_KEY_ENUM, F(stripe_merge), "off", 0, 0, switch_names, false,
-      "ftl=page: stage writes until a full stripe (a page, with one-shot a word line, on every "
-      "plane) and program it at once (seed 001); flush, FUA or one t-prog of waiting forces a "
-      "partial stripe out" },
-    { "log-blocks", NH_KEY_UINT, F(log_blocks), "auto", 1, 1u << 24, NULL, true,
-      "bast, fast, sast: log blocks in the pool (fast: 1 sequential + the rest random); "
-      "auto = every spare block but the one merges need" },
 };
 
-/* Device DRAM: the mapping cache, the write buffer and the read cache */
+/* Device DRAM: the write buffer and the read cache (the FTLs own their mapping caches' keys) */
 static const NhConfigKey memory_keys[] = {
-    { "cmt-size", NH_KEY_SIZE, F(cmt_size), "4M", 8, 1ull << 30, NULL, false,
-      "dftl: cached mapping table in bytes, 8 per entry (lpn and ppn), a multiple of 8; "
-      "K/M/G suffixes" },
     { "buffer", NH_KEY_STRING, F(buffer), "none", 0, 0, nh_buf_names, false,
       "write-buffer policy: none, lru, bplru, fab, clc, ref, bpac, cbm, lbuf (docs/buffers.md)" },
     { "buffer-size", NH_KEY_SIZE, F(buffer_size), "32M", 1ull << 16, 1ull << 40, NULL, false,
@@ -150,7 +140,13 @@ static const KeyList *all_keys(void)
         append_keys(a, device_keys, G_N_ELEMENTS(device_keys), NULL);
         append_keys(a, nh_sched_keys, SIZE_MAX, &slot);
         for (size_t i = 0; nh_ftl_names[i]; i++) {
-            append_keys(a, nh_ftl_find(nh_ftl_names[i])->keys, SIZE_MAX, &slot);
+            const NhFtlOps *ftl = nh_ftl_find(nh_ftl_names[i]);
+            bool shared_seen = false;
+            for (size_t j = 0; j < i; j++) {
+                shared_seen |= nh_ftl_find(nh_ftl_names[j])->shared_keys == ftl->shared_keys;
+            }
+            append_keys(a, ftl->keys, SIZE_MAX, &slot);
+            append_keys(a, shared_seen ? NULL : ftl->shared_keys, SIZE_MAX, &slot);
         }
         append_keys(a, nh_placement_keys, SIZE_MAX, &slot);
         append_keys(a, memory_keys, G_N_ELEMENTS(memory_keys), NULL);
@@ -621,7 +617,7 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
                     "one-shot: only ftl=page stages word lines, got ftl=%s", cfg->ftl);
         return false;
     }
-    if (cfg->stripe_merge == NH_ON && !(features & NH_FTL_STRIPE_MERGE)) {
+    if (nh_config_uint(cfg, "stripe-merge") == NH_ON && !(features & NH_FTL_STRIPE_MERGE)) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "stripe-merge: only ftl=page merges writes into stripes, got ftl=%s",
                     cfg->ftl);
@@ -637,11 +633,5 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
         g_free(list);
         return false;
     }
-    if (cfg->cmt_size % 8) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "cmt-size: must be a multiple of 8 bytes (one mapping entry), got %"
-                    G_GUINT64_FORMAT, cfg->cmt_size);
-        return false;
-    }
-    return true;
+    return !ftl->check_config || ftl->check_config(cfg, errp);
 }

@@ -45,6 +45,27 @@ static const NhStat dftl_counters[] = {
     { .path = NULL },
 };
 
+/* DFTL's own keys: the mapping cache's size (under DStream, dstream-memory's share instead) */
+static const NhConfigKey dftl_keys[] = {
+    { "cmt-size", NH_KEY_SIZE, 0, 0, "4M", 8, 1ull << 30, NULL, false,
+      "dftl: cached mapping table in bytes, 8 per entry (lpn and ppn), a multiple of 8; "
+      "K/M/G suffixes" },
+    { NULL },
+};
+
+static bool dftl_check_config(const NhConfig *cfg, GError **errp)
+{
+    uint64_t cmt = nh_config_uint(cfg, "cmt-size");
+
+    if (cmt % 8) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "cmt-size: must be a multiple of 8 bytes (one mapping entry), got %"
+                    G_GUINT64_FORMAT, cmt);
+        return false;
+    }
+    return true;
+}
+
 /* ------------------------------------------------------------------ translation pages */
 
 /*
@@ -315,7 +336,7 @@ static uint32_t dftl_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t
  * cmt-size; caching more entries than there are pages changes nothing. */
 static uint32_t cap_for(const Dftl *f, uint32_t k)
 {
-    uint64_t bytes = f->mem ? f->mem - k * f->sbuf : f->env.cfg->cmt_size;
+    uint64_t bytes = f->mem ? f->mem - k * f->sbuf : nh_config_uint(f->env.cfg, "cmt-size");
     return (uint32_t)MIN(bytes / ENTRY_BYTES, f->env.lpages);
 }
 
@@ -346,7 +367,7 @@ static void placement_init(Dftl *f, const NhFtlEnv *env, NhBlocksSpec *spec)
     if (f->pl->ds) {
         f->sbuf = nh_placement_stream_buffer(cfg);
         f->mem = nh_config_uint(cfg, "dstream-memory");
-        f->mem = f->mem ? f->mem : cfg->cmt_size + f->pl->nstreams * f->sbuf;
+        f->mem = f->mem ? f->mem : nh_config_uint(cfg, "cmt-size") + f->pl->nstreams * f->sbuf;
         f->pl->k_changed = dftl_k_changed;
         f->pl->ctx = f;
     }
@@ -516,6 +537,8 @@ const NhFtlOps nh_ftl_dftl_ops = {
     .features = NH_FTL_PLACEMENT | NH_FTL_CMT_RESIZE,
     .stream_release = dftl_stream_release,
     .stream_of = dftl_stream_of,
+    .keys = dftl_keys,
+    .check_config = dftl_check_config,
     .counters = dftl_counters,
     .name = "dftl",
     .create = dftl_create,

@@ -22,6 +22,29 @@
 
 enum { FRONT_HOST, FRONT_GC, NFRONT };
 
+static const char *const switch_names[] = { "off", "on", NULL };
+
+/* The page FTL's own keys: one-shot is the NAND's (a word line's pages programmed at once),
+ * stripe-merge is the staging policy of this FTL alone. */
+static const NhConfigKey page_keys[] = {
+    { "stripe-merge", NH_KEY_ENUM, 0, 0, "off", 0, 0, switch_names, false,
+      "ftl=page: stage writes until a full stripe (a page, with one-shot a word line, on every "
+      "plane) and program it at once (seed 001); flush, FUA or one t-prog of waiting forces a "
+      "partial stripe out" },
+    { NULL },
+};
+
+/* The staging counters (docs/statistics.md), in env.counters */
+enum { STRIPE_MERGES, STRIPE_PARTIAL, STRIPE_PAGES, STRIPE_OVERWRITES, STRIPE_PADDING };
+static const NhStat page_counters[] = {
+    [STRIPE_MERGES] = { .path = "ftl.stripe_merges" },
+    [STRIPE_PARTIAL] = { .path = "ftl.stripe_partial" },
+    [STRIPE_PAGES] = { .path = "ftl.stripe_pages" },
+    [STRIPE_OVERWRITES] = { .path = "ftl.stripe_overwrites" },
+    [STRIPE_PADDING] = { .path = "ftl.stripe_padding" },
+    { .path = NULL },
+};
+
 /*
  * The staging buffer: device DRAM the capacitors protect, so a staged write completes when its
  * pages are in it.  Two halves: one fills while the other's pages are programmed, and a half
@@ -108,13 +131,9 @@ static uint64_t program_stage(PageFtl *f, uint64_t t)
         }
     }
     nh_nand_batch_end(nand);
-    if (s->n == s->unit) {
-        f->b.st->ftl_stripe_merges++;
-    } else {
-        f->b.st->ftl_stripe_partial++;
-    }
-    f->b.st->ftl_stripe_pages += s->n;
-    f->b.st->ftl_stripe_padding += pad;
+    f->env.counters[s->n == s->unit ? STRIPE_MERGES : STRIPE_PARTIAL]++;
+    f->env.counters[STRIPE_PAGES] += s->n;
+    f->env.counters[STRIPE_PADDING] += pad;
     g_hash_table_remove_all(s->slot);
     s->n = 0;
     s->ready = 0;
@@ -173,7 +192,7 @@ static uint64_t staged_write(PageFtl *f, const NhFtlWrite *w, uint64_t now)
 
         if (staged(f, lpn)) {
             /* the staged copy takes the new data: no read, no program of its own */
-            f->b.st->ftl_stripe_overwrites++;
+            f->env.counters[STRIPE_OVERWRITES]++;
             continue;
         }
         if (s->n == s->unit) {
@@ -326,9 +345,10 @@ static void *page_create(const NhFtlEnv *env, GError **errp)
         page_destroy(f);
         return NULL;
     }
-    if (env->cfg->stripe_merge == NH_ON || env->cfg->one_shot == NH_ON) {
+    bool merge = nh_config_uint(env->cfg, "stripe-merge") == NH_ON;
+    if (merge || env->cfg->one_shot == NH_ON) {
         NhNand *nand = env->nand;
-        f->stage.unit = nand->wl * (env->cfg->stripe_merge == NH_ON ? nand->g.npu : 1);
+        f->stage.unit = nand->wl * (merge ? nand->g.npu : 1);
         f->stage.lpn = g_new(uint64_t, f->stage.unit);
         f->stage.slot = g_hash_table_new(g_direct_hash, g_direct_equal);
         f->stage.wait = nand->t.t_prog;
@@ -402,6 +422,8 @@ const NhFtlOps nh_ftl_page_ops = {
     .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE | NH_FTL_PLACEMENT,
     .stream_release = page_stream_release,
     .stream_of = page_stream_of,
+    .keys = page_keys,
+    .counters = page_counters,
     .name = "page",
     .create = page_create,
     .destroy = page_destroy,

@@ -22,9 +22,10 @@ const NhFtlOps *nh_ftl_find(const char *name)
 uint32_t nh_ftl_log_blocks(const NhConfig *cfg, const NhGeometry *g, uint64_t lpages)
 {
     uint64_t data_blocks = (lpages + g->pages - 1) / g->pages;
+    uint32_t log_blocks = (uint32_t)nh_config_uint(cfg, "log-blocks");
 
-    if (cfg->log_blocks) {
-        return cfg->log_blocks;
+    if (log_blocks) {
+        return log_blocks;
     }
     return (uint32_t)MAX(g->nblocks - data_blocks, 2) - 1;
 }

@@ -53,6 +53,12 @@ typedef struct NhFtlOps {
     uint32_t features;          /* NhFtlFeature */
     /* the FTL's own keys, ended by an entry without a name; NULL = none (config.h) */
     const NhConfigKey *keys;
+    /* keys it shares with the other FTLs of its family (the hybrids' log-blocks): one table
+     * that each of them names, listed once however many do; NULL = none */
+    const NhConfigKey *shared_keys;
+    /* cross-key checks of its own keys against the device's, when the configuration is
+     * checked (before any engine exists); NULL = none */
+    bool (*check_config)(const NhConfig *cfg, GError **errp);
     /* the FTL's own counters, ended by an entry without a path; NULL = none (stats.h) */
     const NhStat *counters;
     void *(*create)(const NhFtlEnv *env, GError **errp);

@@ -382,12 +382,19 @@ bool hy_in_log(void *opaque, uint64_t lbn)
 
 /* ------------------------------------------------------------------ creation */
 
+const NhConfigKey hy_keys[] = {
+    { "log-blocks", NH_KEY_UINT, 0, 0, "auto", 1, 1u << 24, NULL, true,
+      "bast, fast, sast: log blocks in the pool (fast: 1 sequential + the rest random); "
+      "auto = every spare block but the one merges need" },
+    { NULL },
+};
+
 /* The log-block pool and the free block a merge needs, spread over the planes; at least the
  * minimum of 4 per plane, which with log-blocks=auto all become log blocks but one. */
 uint32_t hy_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
 {
     (void)lpages;
-    return MAX(4u, (cfg->log_blocks + 1 + npu - 1) / npu);
+    return MAX(4u, (nh_config_uint(cfg, "log-blocks") + 1 + npu - 1) / npu);
 }
 
 void hy_destroy(void *opaque)

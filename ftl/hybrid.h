@@ -106,6 +106,9 @@ static inline uint32_t hy_lbn(const HyFtl *h, uint64_t lpn) { return (uint32_t)(
 
 /* The hooks every hybrid FTL uses unchanged. */
 uint32_t hy_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu);
+
+/* The keys every hybrid FTL has (log-blocks), in each one's ops as shared_keys. */
+extern const NhConfigKey hy_keys[];
 void hy_destroy(void *ftl);
 uint64_t hy_read(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);
 uint64_t hy_write(void *ftl, const NhFtlWrite *w, uint64_t now);
@@ -146,6 +149,7 @@ static inline bool hy_misplaced(const HyFtl *h, uint64_t lpn, uint32_t ppn)
 #define NH_HYBRID_OPS(ftl_name, create_fn, key_table) { \
     .name = (ftl_name),                             \
     .keys = (key_table),                            \
+    .shared_keys = hy_keys,                         \
     .create = (create_fn),                          \
     .destroy = hy_destroy,                          \
     .read = hy_read,                                \

@@ -174,7 +174,7 @@ bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp)
         return refuse(errp, key, "placement with a write buffer or read cache is not modelled "
                       "(its destages carry no tag): use buffer=none, cache-size=0", cfg);
     }
-    if (cfg->stripe_merge == NH_ON || cfg->one_shot == NH_ON) {
+    if (nh_config_uint(cfg, "stripe-merge") == NH_ON || cfg->one_shot == NH_ON) {
         return refuse(errp, key, "placement with stripe-merge or one-shot staging is not "
                       "modelled (one staging buffer for all streams)", cfg);
     }

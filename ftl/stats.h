@@ -58,12 +58,6 @@ typedef struct NhStats {
     uint64_t ftl_wl_page_copies;        /* ftl.wl_page_copies */
     uint64_t ftl_wl_blocks;             /* ftl.wl_blocks */
     uint64_t ftl_rmw_reads;             /* ftl.rmw_reads */
-    /* the stripe-merge and one-shot features (NH_FTL_STRIPE_MERGE, NH_FTL_ONE_SHOT) */
-    uint64_t ftl_stripe_merges;         /* ftl.stripe_merges: full stripes programmed */
-    uint64_t ftl_stripe_partial;        /* ftl.stripe_partial: partial stripes forced out */
-    uint64_t ftl_stripe_pages;          /* ftl.stripe_pages: staged pages programmed */
-    uint64_t ftl_stripe_overwrites;     /* ftl.stripe_overwrites: staged pages rewritten */
-    uint64_t ftl_stripe_padding;        /* ftl.stripe_padding: one-shot word-line fill pages */
     /* log blocks (bast, fast, sast; lbuf's meta-simulation models them) */
     uint64_t ftl_merges_switch;         /* ftl.merges.switch */
     uint64_t ftl_merges_partial;        /* ftl.merges.partial */

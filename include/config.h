@@ -58,11 +58,7 @@ typedef struct NhConfig {
     uint32_t gc_high;       /* ... and stops above this % */
     uint32_t gc_critical;   /* foreground GC below this % */
     uint32_t wl_threshold;  /* static wear levelling when erase spread exceeds this; 0 = off */
-    NhSwitch stripe_merge;  /* page: stage small writes until a full stripe (seed 001) */
-    /* log blocks: the hybrid FTLs run the pool, lbuf's meta-simulation models it */
-    uint32_t log_blocks;    /* log-block pool; 0 = auto (every spare block but one) */
-    /* device DRAM: mapping cache, write buffer and read cache (buffers/, docs/buffers.md) */
-    uint64_t cmt_size;      /* cached mapping table, bytes (8 per entry) */
+    /* device DRAM: write buffer and read cache (buffers/, docs/buffers.md) */
     char     buffer[16];    /* write-buffer policy; "none" = writes go straight to the FTL */
     uint64_t buffer_size;   /* bytes */
     NhBufMedia buffer_media;

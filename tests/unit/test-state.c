@@ -287,6 +287,7 @@ static void load_v1(const char *name, const char *props)
     char *dir = g_test_build_filename(G_TEST_DIST, "..", "data", "state-v1", NULL);
     char *state = g_strdup_printf("%s/%s.state", dir, name);
     char *json = g_strdup_printf("%s/%s.json", dir, name), *want, *got;
+    JsonNode *got_doc, *want_doc;
     NhEngine *e = unit_engine(props, CAP);
     GBytes *fe = NULL;
     bool clean = false;
@@ -299,7 +300,15 @@ static void load_v1(const char *name, const char *props)
     unit_check(e);
     g_assert_true(g_file_get_contents(json, &want, NULL, NULL));
     got = nh_engine_stats_json(e, true);
-    g_assert_cmpstr(got, ==, want);
+    /* equal as documents: a counter or key that moved into its policy's table moves in the
+     * printed order too, and only the values matter here */
+    got_doc = unit_json(got, "");
+    want_doc = unit_json(want, "");
+    if (!json_node_equal(got_doc, want_doc)) {
+        g_assert_cmpstr(got, ==, want);     /* shows the difference */
+    }
+    json_node_unref(got_doc);
+    json_node_unref(want_doc);
     g_bytes_unref(fe);
     g_free(got);
     g_free(want);
