@@ -118,6 +118,21 @@ runuser -u postgres -- psql -h /run/postgresql -X -A -t -c "select id from acked
 """
 
 
+def killed_after_ready(script, share, tmp_path, disk, size, timeout, ready_timeout):
+    """Boot on @disk, run @script until it creates ready in the share, then SIGKILL QEMU: the
+    power goes with whatever the guest's page cache held."""
+    pidfile = tmp_path / "qemu.pid"
+    run = VmRun(script, share=share, disk=disk, size=size, qemu="-pidfile %s" % pidfile,
+                timeout=timeout)
+    try:
+        run.wait_for_file(str(share / "ready"), timeout=ready_timeout)
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        status, out = run.wait()
+    finally:
+        run.kill()
+    assert status == 125, "QEMU should have died under the guest: %s\n%s" % (status, out)
+
+
 def test_postgres_commits_survive_sigkill(share, tmp_path, monkeypatch):
     """PostgreSQL's WAL on the window (the background flusher held off, so the last commits
     are durable only in the ring): every commit acknowledged before SIGKILL is in the table
@@ -125,16 +140,7 @@ def test_postgres_commits_survive_sigkill(share, tmp_path, monkeypatch):
     monkeypatch.setenv("NVME_HYBRID_GUEST", "db")
     commits = 200
     disk = tmp_path / "disk.img"
-    pidfile = tmp_path / "qemu.pid"
-    run = VmRun(PG_WRITER % {"commits": commits}, share=share, disk=disk, size="1G",
-                qemu="-pidfile %s" % pidfile, timeout=500)
-    try:
-        run.wait_for_file(str(share / "ready"), timeout=450)
-        os.kill(int(pidfile.read_text()), signal.SIGKILL)
-        status, out = run.wait()
-    finally:
-        run.kill()
-    assert status == 125, "QEMU should have died under the guest: %s\n%s" % (status, out)
+    killed_after_ready(PG_WRITER % {"commits": commits}, share, tmp_path, disk, "1G", 500, 450)
     ring = (share / "ready").read_text()
     m = re.search(r"in the ring: ([0-9]+) records", ring)
     assert m and int(m.group(1)) > 0, ring
@@ -191,16 +197,7 @@ def test_redis_writes_survive_sigkill(share, tmp_path, monkeypatch):
     monkeypatch.setenv("NVME_HYBRID_GUEST", "db")
     writes = 300
     disk = tmp_path / "disk.img"
-    pidfile = tmp_path / "qemu.pid"
-    run = VmRun(REDIS_WRITER % {"writes": writes}, share=share, disk=disk, size="1G",
-                qemu="-pidfile %s" % pidfile, timeout=400)
-    try:
-        run.wait_for_file(str(share / "ready"), timeout=350)
-        os.kill(int(pidfile.read_text()), signal.SIGKILL)
-        status, out = run.wait()
-    finally:
-        run.kill()
-    assert status == 125, "QEMU should have died under the guest: %s\n%s" % (status, out)
+    killed_after_ready(REDIS_WRITER % {"writes": writes}, share, tmp_path, disk, "1G", 400, 350)
     ring = (share / "ready").read_text()
     m = re.search(r"in the ring: ([0-9]+) records", ring)
     assert m and int(m.group(1)) > 0, ring
@@ -283,16 +280,7 @@ for f in a b c e f; do python3 -c "import sys; print(repr(open('$f','rb').read()
 def test_renames_truncation_unlink_fork_survive_sigkill(share, tmp_path, monkeypatch):
     monkeypatch.setenv("NVME_HYBRID_GUEST", "db")
     disk = tmp_path / "disk.img"
-    pidfile = tmp_path / "qemu.pid"
-    run = VmRun(META_WRITER, share=share, disk=disk, size="512M",
-                qemu="-pidfile %s" % pidfile, timeout=300)
-    try:
-        run.wait_for_file(str(share / "ready"), timeout=250)
-        os.kill(int(pidfile.read_text()), signal.SIGKILL)
-        status, out = run.wait()
-    finally:
-        run.kill()
-    assert status == 125, "QEMU should have died under the guest: %s\n%s" % (status, out)
+    killed_after_ready(META_WRITER, share, tmp_path, disk, "512M", 300, 250)
     status, out = vm(META_AFTER, share=share, disk=disk, size="512M", timeout=300)
     check(status, out, "restart after the power loss")
     m = re.search(r"replayed ([0-9]+) records .* from ring 'rocksdb'", out)
@@ -343,16 +331,7 @@ def test_rocksdb_writes_survive_sigkill(share, tmp_path, monkeypatch):
     monkeypatch.setenv("NVME_HYBRID_GUEST", "db")
     keys = 500
     disk = tmp_path / "disk.img"
-    pidfile = tmp_path / "qemu.pid"
-    run = VmRun(ROCKS_WRITER % {"keys": keys}, share=share, disk=disk, size="512M",
-                qemu="-pidfile %s" % pidfile, timeout=300)
-    try:
-        run.wait_for_file(str(share / "ready"), timeout=250)
-        os.kill(int(pidfile.read_text()), signal.SIGKILL)
-        status, out = run.wait()
-    finally:
-        run.kill()
-    assert status == 125, "QEMU should have died under the guest: %s\n%s" % (status, out)
+    killed_after_ready(ROCKS_WRITER % {"keys": keys}, share, tmp_path, disk, "512M", 300, 250)
     files = (share / "files").read_text().split()
     assert not [f for f in files if f.endswith(".sst")], files    # only the WAL holds them
     ring = (share / "ready").read_text()
