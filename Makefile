@@ -9,6 +9,7 @@
 #   make check-slow long soak tests and benchmarks (not part of check)
 #   make powercut   power-cut campaign, POWERCUT_ROUNDS rounds (scripts/powercut-campaign)
 #   make dblog-powercut  power cuts under the databases logging on the window, DBLOG_CUTS cuts
+#   make soak       hours of mixed work at 95% full with checks, SOAK_MINUTES (scripts/soak)
 #   make fuzz       fuzzing build (clang, libFuzzer, ASan, UBSan) in build/fuzz and a campaign of
 #                   FUZZ_SECONDS per configuration (scripts/fuzz-build, scripts/fuzz)
 BUILD      := build
@@ -18,7 +19,7 @@ export CCACHE_NOHASHDIR := 1
 export CCACHE_BASEDIR := $(CURDIR)
 MESON      := $(BUILD)/venv/bin/meson
 
-.PHONY: fuzz powercut dblog-powercut all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
+.PHONY: soak fuzz powercut dblog-powercut all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
 
 all: $(BUILD)/.configured
 	ninja -C $(BUILD)
@@ -83,6 +84,12 @@ DBLOG_ARGS ?=
 dblog-powercut: all guest
 	scripts/dblog-powercut $(DBLOG_CUTS) --dir $(BUILD)/dblog-powercut \
 	    --json $(BUILD)/dblog-powercut.json $(DBLOG_ARGS)
+
+# The soak (docs/soak.md): SOAK_MINUTES shared out among four FTL and buffer
+# configurations; the last line is `soak minutes M configs C passes P checks K problems X`.
+SOAK_MINUTES ?= 120
+soak: all guest
+	scripts/soak --minutes $(SOAK_MINUTES) --json $(BUILD)/soak.json
 
 # Coverage-guided fuzzing (docs/fuzzing.md): a second QEMU build in build/fuzz (build/qemu-build
 # is not touched), then FUZZ_SECONDS per configuration; the last line is
