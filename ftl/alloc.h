@@ -10,8 +10,7 @@
  *    agree on them (tests/guest/test_agreement.py).
  *  - alloc=dynamic: a host page goes to the plane whose die would be free earliest if it first
  *    ran the garbage collection it owes: max(now, the die's next-free time) plus the die time
- *    of the GC operations queued on it (nh_sched_owed; 0 under sched=fcfs, which books GC at
- *    once).  Ties (an idle device) are broken in the static order from where it stands, so a
+ *    of the GC operations queued on it (nh_sched_owed).  Ties (an idle device) are broken in the static order from where it stands, so a
  *    request on an idle device is striped as under static.  A die with GC to do thus gets fewer
  *    host pages and does its GC in the time that leaves it, and the closed loop no longer
  *    waits on the die with the most GC (docs/engine.md, Timing).  Placement, and with it WAF,
@@ -22,7 +21,8 @@
  *    static.  Multi-plane programs need pages of one die at the same offset; dynamic allocation
  *    moves on to another die after each page, so with planes > 1 it rarely pairs them.
  *  - Only FTLs with NH_FTL_DYNAMIC_ALLOC allocate host pages plane by plane; stripe-merge
- *    places a stripe on every plane itself.  nh_alloc_check refuses the rest, naming the key.
+ *    places a stripe on every plane itself; sched=fcfs books GC at once and is kept only to
+ *    reproduce earlier results.  nh_alloc_check refuses the rest, naming the key.
  */
 #ifndef NH_ALLOC_H
 #define NH_ALLOC_H

@@ -189,6 +189,7 @@ static void test_errors(void)
                  "pages plane by plane (ftl=page or dftl), got ftl=fast");
     expect_error("stripe-merge=on,alloc=dynamic", "alloc: dynamic does not go with "
                  "stripe-merge=on");
+    expect_error("sched=fcfs,alloc=dynamic", "alloc: dynamic needs sched=prio");
     expect_error("latency=fast", "latency: unknown value 'fast' (valid: model, zero)");
     expect_error("lbuf-alpha=1.5", "lbuf-alpha: must be between -1 and 1, got 1.5");
     expect_error("lbuf-alpha=-2", "lbuf-alpha: must be between -1 and 1, got -2");
