@@ -7,6 +7,7 @@
  */
 #include "config.h"
 #include "ftl.h"
+#include "alloc.h"
 #include "placement.h"
 #include "scheduler.h"
 #include "nand.h"
@@ -139,6 +140,7 @@ static const KeyList *all_keys(void)
 
         append_keys(a, device_keys, G_N_ELEMENTS(device_keys), NULL);
         append_keys(a, nh_sched_keys, SIZE_MAX, &slot);
+        append_keys(a, nh_alloc_keys, SIZE_MAX, &slot);
         for (size_t i = 0; nh_ftl_names[i]; i++) {
             const NhFtlOps *ftl = nh_ftl_find(nh_ftl_names[i]);
             bool shared_seen = false;
@@ -623,7 +625,8 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
                     cfg->ftl);
         return false;
     }
-    if (!nh_buf_config_check(cfg, errp) || !nh_placement_check(cfg, features, errp)) {
+    if (!nh_buf_config_check(cfg, errp) || !nh_placement_check(cfg, features, errp) ||
+        !nh_alloc_check(cfg, features, errp)) {
         return false;
     }
     if (!ftl) {

@@ -7,9 +7,11 @@
  * blocks keyed by erase count (dynamic wear levelling: the least-worn free block is opened
  * next) and its closed blocks in buckets by valid-page count, so greedy finds a victim in
  * O(pages).  Host-side writes go to the planes round-robin in an order that changes channel
- * fastest, then way, die and plane, so consecutive pages land on different buses.
+ * fastest, then way, die and plane, so consecutive pages land on different buses; with
+ * alloc=dynamic to the plane whose die is free earliest, ties in that order (alloc.h).
  */
 #include "blocks.h"
+#include "alloc.h"
 #include "nh-heap.h"
 #include "mem.h"
 
@@ -276,6 +278,25 @@ static uint32_t host_page_in(NhBlocks *b, uint32_t pu, uint32_t front)
     return take_page(b, p, front);
 }
 
+/* alloc=dynamic: the index into the striping order of the plane ranked first for a host page
+ * of frontier @front (alloc.h), from the round-robin cursor on so that ties keep its order. */
+static uint32_t dynamic_pick(NhBlocks *b, uint32_t front)
+{
+    uint32_t best = b->rr[front];
+    uint64_t best_rank = UINT64_MAX;
+
+    for (uint32_t i = 0, k = b->rr[front]; i < b->npu; i++, k = k + 1 == b->npu ? 0 : k + 1) {
+        NhPlane *p = &b->pu[b->order[k]];
+        uint32_t next = front_full(b, p, front) && p->nfree ? p->heap[0] : NH_NONE;
+        uint64_t rank = nh_alloc_rank(b->nand, b->order[k] / b->nand->g.planes, next, b->now);
+        if (rank < best_rank) {
+            best_rank = rank;
+            best = k;
+        }
+    }
+    return best;
+}
+
 uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front)
 {
     uint32_t ppn = NH_NONE;
@@ -297,6 +318,9 @@ uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front)
      * two); that the spare makes every plane refusing at once impossible there is argued from
      * the same count but not proven, so the assertion stays as the check of it.
      */
+    if (b->dynamic) {
+        b->rr[front] = dynamic_pick(b, front);
+    }
     for (uint32_t tries = 0; tries < b->npu && ppn == NH_NONE; tries++) {
         b->unit_pu[front] = b->order[b->rr[front]];
         ppn = host_page_in(b, b->unit_pu[front], front);
@@ -407,6 +431,7 @@ bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, 
     b->pages = g->pages;
     b->blocks = g->blocks;
     b->npu = g->npu;
+    b->dynamic = nh_config_uint(env->cfg, "alloc") == NH_ALLOC_DYNAMIC;
     /* the engine sized the geometry with the FTL's spare_blocks (nh_blocks_min_spare), so the
      * frontiers, the gc-high free blocks and room for invalid pages fit in every plane */
     spare = (g->nblocks - (spec->live_pages + g->pages - 1) / g->pages) / g->npu;

@@ -87,6 +87,7 @@ typedef struct NhBlocks {
     uint32_t   rr[NH_MAX_FRONT];    /* next index into order, per frontier */
     uint32_t   unit_left[NH_MAX_FRONT]; /* pages of the word line being handed out (one-shot) */
     uint32_t   unit_pu[NH_MAX_FRONT];   /* ... and its plane */
+    bool       dynamic;     /* alloc=dynamic (alloc.h) */
     uint32_t   bg_active, bg_cursor;
     uint32_t   crit, low, high;     /* free-block thresholds per plane */
     NhMove    *moves;       /* [pages] scratch for one victim */
@@ -106,7 +107,8 @@ uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t 
 bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, GError **errp);
 void nh_blocks_destroy(NhBlocks *b);
 
-/* A page of frontier @front for host-side data, striped over the planes; may run foreground GC.
+/* A page of frontier @front for host-side data, striped over the planes (alloc=static) or on the
+ * plane whose die is free earliest (alloc=dynamic, alloc.h); may run foreground GC.
  * With one-shot (the NAND's wl = 3) each plane hands out a whole word line, 3 consecutive
  * pages, before the next plane's turn; the FTL asks for them in multiples of 3. */
 uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front);

@@ -534,7 +534,7 @@ static int dftl_stream_of(void *opaque, uint64_t lpn)
 }
 
 const NhFtlOps nh_ftl_dftl_ops = {
-    .features = NH_FTL_PLACEMENT | NH_FTL_CMT_RESIZE,
+    .features = NH_FTL_PLACEMENT | NH_FTL_CMT_RESIZE | NH_FTL_DYNAMIC_ALLOC,
     .stream_release = dftl_stream_release,
     .stream_of = dftl_stream_of,
     .keys = dftl_keys,

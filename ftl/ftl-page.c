@@ -419,7 +419,8 @@ static int page_stream_of(void *opaque, uint64_t lpn)
 }
 
 const NhFtlOps nh_ftl_page_ops = {
-    .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE | NH_FTL_PLACEMENT,
+    .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE | NH_FTL_PLACEMENT |
+                NH_FTL_DYNAMIC_ALLOC,
     .stream_release = page_stream_release,
     .stream_of = page_stream_of,
     .keys = page_keys,

@@ -46,6 +46,7 @@ typedef enum NhFtlFeature {
     NH_FTL_STRIPE_MERGE = 1u << 1,  /* stages writes into full stripes (stripe-merge) */
     NH_FTL_PLACEMENT    = 1u << 2,  /* places tagged writes on their own frontiers (streams) */
     NH_FTL_CMT_RESIZE   = 1u << 3,  /* a mapping cache DStream resizes (dstream-memory) */
+    NH_FTL_DYNAMIC_ALLOC = 1u << 4, /* allocates host pages plane by plane (alloc=dynamic) */
 } NhFtlFeature;
 
 typedef struct NhFtlOps {

@@ -37,6 +37,7 @@ void nh_geometry_init(NhGeometry *g, const NhConfig *cfg)
 NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counters)
 {
     NhNand *n = g_new0(NhNand, 1);
+    uint64_t op_ns[3];
 
     nh_geometry_init(&n->g, cfg);
     nh_cell_preset(cfg->cell, &n->t);
@@ -56,7 +57,11 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counter
     n->t.t_xfer = ((uint64_t)cfg->page_size * 1000 + cfg->channel_mbps - 1) / cfg->channel_mbps;
     n->wl = cfg->one_shot == NH_ON ? 3 : 1;
     n->stats = stats;
-    n->sched = nh_sched_new(cfg, n->g.ndies, n->g.nblocks, sched_counters);
+    /* what a queued operation will hold its die for (with its transfer, as the die is held) */
+    op_ns[NH_FOP_READ] = n->t.t_read + n->t.t_xfer;
+    op_ns[NH_FOP_PROGRAM] = n->t.t_xfer + n->t.t_prog;
+    op_ns[NH_FOP_ERASE] = n->t.t_erase;
+    n->sched = nh_sched_new(cfg, n->g.ndies, n->g.nblocks, sched_counters, op_ns);
     n->op = g_new0(NhDieOp, n->g.ndies);
     n->die_free = g_new0(uint64_t, n->g.ndies);
     n->bus = g_new0(NhBus, n->g.channels);

@@ -60,9 +60,12 @@ struct NhSched {
     Running  *run;
     uint16_t *erases;       /* [nblocks] erases queued per block */
     uint64_t  queued;       /* operations queued on all dies */
+    uint64_t  op_ns[3];     /* die time of a read, a program, an erase (NhFlashOpKind) */
+    uint64_t *owed;         /* [ndies] die time of the operations queued on each die */
 };
 
-NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uint64_t *counters)
+NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uint64_t *counters,
+                      const uint64_t op_ns[3])
 {
     NhSched *s = g_new0(NhSched, 1);
 
@@ -77,6 +80,8 @@ NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uin
     }
     s->run = g_new0(Running, ndies);
     s->erases = g_new0(uint16_t, nblocks);
+    memcpy(s->op_ns, op_ns, sizeof(s->op_ns));
+    s->owed = g_new0(uint64_t, ndies);
     return s;
 }
 
@@ -89,6 +94,7 @@ void nh_sched_free(NhSched *s)
         g_free(s->q);
         g_free(s->run);
         g_free(s->erases);
+        g_free(s->owed);
         g_free(s);
     }
 }
@@ -125,6 +131,7 @@ void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
         s->erases[op.addr]++;
     }
     s->queued++;
+    s->owed[die] += s->op_ns[op.kind];
 }
 
 /* When die @die's oldest queued operation can start. */
@@ -149,6 +156,7 @@ static void run_next(NhSched *s, NhNand *n, uint32_t die)
         s->erases[op.addr]--;
     }
     s->queued--;
+    s->owed[die] -= s->op_ns[op.kind];
 }
 
 void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
@@ -219,6 +227,16 @@ uint64_t nh_sched_queued(const NhSched *s)
     return s->queued;
 }
 
+uint64_t nh_sched_owed(const NhSched *s, uint32_t die)
+{
+    return s->owed[die];
+}
+
+bool nh_sched_erase_pending(const NhSched *s, uint32_t blk)
+{
+    return s->erases[blk] != 0;
+}
+
 void nh_sched_reset(NhSched *s)
 {
     for (uint32_t d = 0; d < s->ndies; d++) {
@@ -231,5 +249,6 @@ void nh_sched_reset(NhSched *s)
         s->q[d].head = 0;
     }
     memset(s->run, 0, sizeof(Running) * s->ndies);
+    memset(s->owed, 0, sizeof(uint64_t) * s->ndies);
     s->queued = 0;
 }

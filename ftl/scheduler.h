@@ -62,8 +62,10 @@ typedef struct NhFlashOp {
 struct NhNand;
 typedef struct NhSched NhSched;
 
-/* @counters: NH_SC_SLOTS of them (the engine's slots for nh_sched_counters). */
-NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uint64_t *counters);
+/* @counters: NH_SC_SLOTS of them (the engine's slots for nh_sched_counters); @op_ns: the die
+ * time of a page read, a page program and an erase, indexed by NhFlashOpKind. */
+NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uint64_t *counters,
+                      const uint64_t op_ns[3]);
 void nh_sched_free(NhSched *s);
 
 /* Does @s queue the operations of garbage collection (sched=prio)? */
@@ -81,6 +83,10 @@ bool nh_sched_suspend(NhSched *s, struct NhNand *n, uint32_t die, uint32_t ppn, 
 /* GC operations queued now (sched.queued_ops: a fact of the moment, not a counter; the state
  * file does not keep it, as loading one drops what was queued). */
 uint64_t nh_sched_queued(const NhSched *s);
+/* The die time die @die owes the GC operations queued on it (their op_ns summed). */
+uint64_t nh_sched_owed(const NhSched *s, uint32_t die);
+/* Is an erase of block @blk queued (a host program into it would wait: nh_sched_wait_erase)? */
+bool nh_sched_erase_pending(const NhSched *s, uint32_t blk);
 /* Forget what is queued and running (the clocks restart: a state file was loaded). */
 void nh_sched_reset(NhSched *s);
 

@@ -9,7 +9,10 @@ What is compared, and why it can be exact:
   which the device marks only for DSM Access Latency = Low, a hint Linux
   never sets on reads and writes; victims are chosen greedily (fewest valid
   pages, not age); hybrid merges happen only for a waiting write; a write
-  buffer destages its victims at the arrival of the write that needs room.
+  buffer destages its victims at the arrival of the write that needs room;
+  host pages are dealt to the planes in a fixed order (alloc=static, the
+  default: alloc=dynamic places them where a die is free, which depends on
+  time, so these counters would no longer match).
   So host.*, nand.*, ftl.*, buffer.*, wear.* and waf must match to the last
   page, even though the guest's timing (TCG, timers on the host clock) and
   the simulator's are unrelated.

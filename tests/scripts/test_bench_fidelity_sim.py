@@ -78,7 +78,11 @@ def test_fresh_device_meets_the_bound(tmp_path):
     cfg = res["config"]
     assert cfg["dies"] == 4 and cfg["logical_pages"] == 6144 and cfg["requests"] == 2000
     runs = res["workloads"]["write"]["ours"]
-    assert list(runs) == (["fcfs", "prio"] if "sched" in bfs.list_keys(SIM) else ["-"])
+    keys = bfs.list_keys(SIM)
+    scheds = ["fcfs", "prio"] if "sched" in keys else [None]
+    allocs = ["static", "dynamic"] if "alloc" in keys else [None]
+    assert list(runs) == [bfs.label(s, a) for s in scheds for a in allocs
+                          if a != "dynamic" or s == "prio"]
     t_x = 4096 * 1000 // 1000
     for r in runs.values():
         assert r["t_xfer_ns"] == t_x
@@ -94,16 +98,16 @@ def test_fresh_device_meets_the_bound(tmp_path):
 
 @pytest.mark.skipif(not os.access(SIM, os.X_OK), reason="no simulator")
 def test_tables_after_fill(tmp_path):
-    """Every workload after preconditioning: one table row per workload and sched value, the
-    bound from the run's own counters, and '-' where a statistic is absent."""
+    """Every workload after preconditioning: one table row per workload and sched/alloc run,
+    the bound from the run's own counters, and '-' where a statistic is absent."""
     res, out = run(tmp_path, "--fill", "0.9")
     lines = out.splitlines()
     n = 0
     for name, wl in res["workloads"].items():
-        for sched, r in wl["ours"].items():
+        for label, r in wl["ours"].items():
             n += 1
-            row = [ln.split() for ln in lines if ln.split()[:2] == [name, sched]][0]
-            assert len(row) == 13, row
+            row = [ln.split() for ln in lines if ln.split()[:2] == [name, label]][0]
+            assert len(row) == 16, row
             if r["die_util"] is None:
                 assert row[9] == "-"
             cnt = r["counts"]
@@ -113,11 +117,11 @@ def test_tables_after_fill(tmp_path):
                       + cnt["erases"] * 1500000)
             assert r["bound"]["die_bound_iops"] == pytest.approx(4e9 * 2000 / die_ns)
             assert r["ratio"] > 0
-            if sched in ("-", "fcfs"):
+            if label == "-" or label.startswith("fcfs"):
                 # a bound the run cannot beat; under sched=prio a short run can end with the
                 # GC it issued still queued (sched.queued_ops): counted here, not yet done
                 assert r["ratio"] <= 1.0 + 1e-9
             assert r["conditioning"]["fill_bytes"] > 0
-    assert n == len(res["workloads"]) * len(res["config"]["sched"])
-    assert res["workloads"]["read"]["ours"][res["config"]["sched"][0]]["write"]["count"] == 0
-    assert res["workloads"]["write"]["ours"][res["config"]["sched"][0]]["waf"] > 1.0
+    assert n == len(res["workloads"]) * len(res["config"]["runs"])
+    assert res["workloads"]["read"]["ours"][res["config"]["runs"][0]]["write"]["count"] == 0
+    assert res["workloads"]["write"]["ours"][res["config"]["runs"][0]]["waf"] > 1.0

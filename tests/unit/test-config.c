@@ -184,6 +184,12 @@ static void test_errors(void)
     expect_error("gc-low=30", "gc-low: must be below gc-high (20), got 30");
     expect_error("gc-critical=10", "gc-critical: must be below gc-low (10), got 10");
     expect_error("wl-threshold=-5", "wl-threshold: '-5' is not a number");
+    expect_error("alloc=random", "alloc: unknown value 'random' (valid: static, dynamic)");
+    expect_error("ftl=fast,alloc=dynamic", "alloc: dynamic needs an FTL that allocates host "
+                 "pages plane by plane (ftl=page or dftl), got ftl=fast");
+    expect_error("stripe-merge=on,alloc=dynamic", "alloc: dynamic does not go with "
+                 "stripe-merge=on");
+    expect_error("sched=fcfs,alloc=dynamic", "alloc: dynamic needs sched=prio");
     expect_error("latency=fast", "latency: unknown value 'fast' (valid: model, zero)");
     expect_error("lbuf-alpha=1.5", "lbuf-alpha: must be between -1 and 1, got 1.5");
     expect_error("lbuf-alpha=-2", "lbuf-alpha: must be between -1 and 1, got -2");

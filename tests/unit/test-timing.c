@@ -1,5 +1,6 @@
 /*
- * Timing: channel parallelism, serialisation on one die, and host reads waiting behind GC.
+ * Timing: channel parallelism, serialisation on one die, host reads waiting behind GC, and where
+ * the write allocation puts a page.
  * The expected values follow from the model in nand.h: read = tR then a page over the bus;
  * program = a page over the bus then tPROG; erase = tBERS; one timeline per die and per bus.
  */
@@ -202,6 +203,33 @@ static void test_unwritten_reads(void)
     nh_engine_free(flash);
 }
 
+/*
+ * Write allocation, to the nanosecond (two dies, one per channel; t_xfer 5,120 ns): pages A and
+ * B written at 0 go to die 0 and die 1, both busy until 205,120; a read of A at 10 us keeps die 0
+ * until 235,240.  A write at 20 us then goes, under alloc=static, to die 0, the next in the
+ * round robin (transfer from 235,240, done 440,360); under alloc=dynamic to die 1, free earlier
+ * (done 410,240).  On the idle device both stripe A and B alike.
+ */
+static uint64_t write_after_busy_die(const char *alloc)
+{
+    char *props = g_strdup_printf("channels=2,ways=1,pages=16,op=10,%s", alloc);
+    NhEngine *e = unit_engine(props, 1 << 20);
+    uint64_t done;
+
+    g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 2 * 4096, 0), ==, 5120 + 200000);
+    g_assert_cmpuint(submit(e, NH_OP_READ, 0, 4096, 10000), ==, 205120 + 25000 + 5120);
+    done = submit(e, NH_OP_WRITE, 8 * 4096, 4096, 20000);
+    g_free(props);
+    nh_engine_free(e);
+    return done;
+}
+
+static void test_alloc(void)
+{
+    g_assert_cmpuint(write_after_busy_die("alloc=static"), ==, 235240 + 5120 + 200000);
+    g_assert_cmpuint(write_after_busy_die("alloc=dynamic"), ==, 205120 + 5120 + 200000);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -212,5 +240,6 @@ int main(int argc, char **argv)
     g_test_add_func("/timing/latency-zero", test_latency_zero);
     g_test_add_func("/timing/presets", test_presets);
     g_test_add_func("/timing/unwritten-reads", test_unwritten_reads);
+    g_test_add_func("/timing/alloc", test_alloc);
     return g_test_run();
 }
