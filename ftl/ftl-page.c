@@ -392,6 +392,12 @@ static void page_stream_release(void *opaque, uint16_t id)
     nh_placement_release(f->pl, id);
 }
 
+static uint64_t page_stream_unit(void *opaque, uint16_t tag, bool close)
+{
+    PageFtl *f = opaque;
+    return nh_placement_unit(f->pl, &f->b, tag, close);
+}
+
 static int page_stream_of(void *opaque, uint64_t lpn)
 {
     PageFtl *f = opaque;
@@ -402,6 +408,7 @@ const NhFtlOps nh_ftl_page_ops = {
     .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE | NH_FTL_PLACEMENT,
     .stream_release = page_stream_release,
     .stream_of = page_stream_of,
+    .stream_unit = page_stream_unit,
     .name = "page",
     .create = page_create,
     .destroy = page_destroy,
