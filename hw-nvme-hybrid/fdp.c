@@ -167,9 +167,11 @@ static void nhc_fdp_event(NhcCtrl *n, uint8_t type, uint16_t ph, uint16_t pid)
 
 /*
  * The engine tag of a Write while FDP is enabled: DTYPE 2 (Data Placement) with DSPEC a valid
- * placement identifier writes through that handle; any other write through handle 0.  An
- * invalid identifier is no error: the write goes through handle 0 and an Invalid Placement
- * Identifier event is logged (when enabled on handle 0).
+ * placement identifier writes through that handle, DTYPE 0 through handle 0; another DTYPE
+ * (Streams among them, not supported with FDP) is Invalid Field in Command, as for any
+ * directive not enabled while one is.  An invalid identifier is no error: the write goes
+ * through handle 0 and an Invalid Placement Identifier event is logged (when enabled on
+ * handle 0).
  */
 uint16_t nhc_io_write_placement(NhcCtrl *n, NhcReq *req, uint16_t *tag)
 {
@@ -177,8 +179,12 @@ uint16_t nhc_io_write_placement(NhcCtrl *n, NhcReq *req, uint16_t *tag)
     uint16_t pid = le32_to_cpu(req->cmd.cdw13) >> 16;
 
     *tag = 0;
-    if (dtype != NVME_DIRECTIVE_DATA_PLACEMENT) {
+    if (dtype == NVME_DIRECTIVE_IDENTIFY) {
         return NVME_SUCCESS;
+    }
+    if (dtype != NVME_DIRECTIVE_DATA_PLACEMENT) {
+        return NHC_FDP_ERR(req, NVME_INVALID_FIELD, "write: DTYPE not supported or enabled "
+                           "(with FDP only Data Placement)");
     }
     if (pid >= n->fdp->nruh) {
         NHC_GUEST_ERR(trace_nhc_err_fdp(req->cmd.opcode, le32_to_cpu(req->cmd.nsid),

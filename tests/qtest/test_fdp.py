@@ -359,6 +359,17 @@ def test_invalid_placement_identifier_writes_through_handle_0(dev, q, fvm):
     assert_still_works(fvm, dev)
 
 
+@pytest.mark.parametrize("dtype", [1, 3, 0xF])
+def test_other_dtype_on_a_write_is_invalid_field(dev, q, fvm, dtype):
+    """With FDP the Data Placement directive is the one enabled: a Write with
+    DTYPE 1 (Streams, not supported with FDP) or another is Invalid Field in
+    Command and writes nothing."""
+    buf = dev.dma_buffer(4096, b"\x99" * 4096)
+    invalid_field(write(dev, q, 0, 8, buf, dtype=dtype, dspec=1), f"write DTYPE {dtype}")
+    assert stat(fvm, "host.write_cmds") == 0
+    assert_still_works(fvm, dev)
+
+
 def test_dtype_on_a_read_is_ignored(dev, q, fvm):
     """Read has no DTYPE/DSPEC (reserved there): set, they are ignored."""
     buf = dev.dma_buffer(4096)
