@@ -315,6 +315,40 @@ def test_stats_log_is_the_engines_bytes(dev, q, fvm):
           f"engine waf {s['waf']:.4f}; host pages per handle {s['ftl']['placement']}")
 
 
+def hot_cold_waf(qemu, tagged):
+    """A fill, then random 4 KiB overwrites, 80% into a hot tenth: hot data on
+    handle 1 and cold on handle 2 when `tagged`, everything on handle 0
+    otherwise.  Returns the WAF the FDP statistics log reports."""
+    vm = start(qemu, f"fdp=on,streams={NRUH - 1},{GEOMETRY}")
+    try:
+        dev = nq.Controller(vm)
+        dev.enable()
+        q = dev.create_io_queue(1, 64)
+        buf = dev.dma_buffer(128 << 10, b"\x5a" * (128 << 10))
+        rng = random.Random(3)
+        pages = IMAGE // PAGE_SIZE
+        for slba in range(0, IMAGE // 512, 256):
+            assert write(dev, q, slba, 256, buf, dspec=2 if tagged else 0).ok
+        for _ in range(4 * pages):
+            hot = rng.random() < 0.8
+            page = rng.randrange(pages // 10) if hot else rng.randrange(pages // 10, pages)
+            assert write(dev, q, page * 8, 8, buf, dspec=(1 if hot else 2) if tagged else 0).ok
+        hbmw, mbmw, _ = stats_log(dev)
+        return mbmw / hbmw
+    finally:
+        vm.close()
+
+
+def test_placement_lowers_the_reported_waf(qemu_binary):
+    """What FDP is for, measured by its own log: the same hot/cold overwrites
+    through two handles (hot, cold) give a lower WAF than through one, because
+    each handle fills blocks of its own (QEMU's nvme would report 1 for both)."""
+    one, two = hot_cold_waf(qemu_binary, False), hot_cold_waf(qemu_binary, True)
+    print(f"hot/cold WAF from the FDP statistics log: one handle {one:.3f}, "
+          f"hot and cold on two handles {two:.3f}")
+    assert 1 < two < one
+
+
 # -- events -----------------------------------------------------------------------------------
 
 
