@@ -131,7 +131,9 @@ uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req)
         sel != NVME_GETFEAT_SELECT_CAP) {
         return NHC_ERR(NVME_INVALID_FIELD);
     }
-    if (fid == NVME_TIMESTAMP) {
+    if (sel == NVME_GETFEAT_SELECT_CAP && fid == NVME_FDP_EVENTS && n->fdp) {
+        /* capabilities only: no placement handle, no descriptors to transfer */
+    } else if (fid == NVME_TIMESTAMP) {
         if (sel != NVME_GETFEAT_SELECT_CAP) {
             return nhc_get_timestamp(n, req, dflt);
         }

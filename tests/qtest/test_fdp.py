@@ -360,6 +360,8 @@ def test_events_feature_and_log(dev, q, fvm):
     buf = dev.dma_buffer(4096, b"\x55" * 4096)
     cqe, ev = get_events_feature(dev, 0)
     assert cqe.ok and ev == {EVT_RU_NOT_FULLY_WRITTEN: 0, EVT_INVALID_PID: 0}
+    cqe = dev.get_features(FEAT_FDP_EVENTS, sel=3, nsid=1)     # capabilities: changeable, per ns
+    assert cqe.ok and cqe.dw0 == 0b110
     assert write(dev, q, 0, 8, buf, dspec=9).ok                 # not enabled yet
     assert events(dev) == []
     assert set_events(dev, 0, [EVT_INVALID_PID]).ok
@@ -375,6 +377,25 @@ def test_events_feature_and_log(dev, q, fvm):
     assert events(dev, host=False) == []
     assert set_events(dev, 1, [EVT_RU_NOT_FULLY_WRITTEN], enable=False).ok
     assert get_events_feature(dev, 1)[1][EVT_RU_NOT_FULLY_WRITTEN] == 0
+    assert_still_works(fvm, dev)
+
+
+def test_controller_reset(dev, q, fvm):
+    """A Controller Level Reset returns the FDP Events feature to its default
+    (none enabled); FDP stays enabled, the reclaim units (the engine's) and
+    the event log stay as they were."""
+    buf = dev.dma_buffer(4096, b"\x5b" * 4096)
+    assert set_events(dev, 0, [EVT_INVALID_PID]).ok
+    assert write(dev, q, 0, 8, buf, dspec=9).ok
+    assert write(dev, q, 8, 8, buf, dspec=3).ok
+    before = ruamw(dev, q)
+    dev.disable()
+    dev.enable()
+    q = dev.create_io_queue(1, 64)
+    assert get_events_feature(dev, 0)[1][EVT_INVALID_PID] == 0
+    assert dev.get_features(FEAT_FDP, cdw11=1).dw0 == 0x1
+    assert ruamw(dev, q) == before and before[3] == RUNS // 512 - 8
+    assert [e["type"] for e in events(dev)] == [EVT_INVALID_PID]
     assert_still_works(fvm, dev)
 
 
