@@ -399,6 +399,30 @@ def test_controller_reset(dev, q, fvm):
     assert_still_works(fvm, dev)
 
 
+def test_units_and_statistics_survive_a_restart(qemu_binary, tmp_path):
+    """The reclaim units and the statistics are the engine's, saved with its
+    state: after a clean stop and a start on the same state file, RUAMW and
+    the FDP statistics log read the same."""
+    props = f"fdp=on,streams={NRUH - 1},{GEOMETRY},state-file={tmp_path / 's.nh-state'}"
+    seen = []
+    for run in range(2):
+        vm = start(qemu_binary, props)
+        try:
+            dev = nq.Controller(vm)
+            dev.enable()
+            q = dev.create_io_queue(1, 64)
+            if run == 0:
+                buf = dev.dma_buffer(8192, b"\x5c" * 8192)
+                assert write(dev, q, 0, 16, buf, dspec=3).ok
+            seen.append((ruamw(dev, q), stats_log(dev)))
+            vm.qmp.execute("quit")
+            vm.proc.wait(timeout=30)
+        finally:
+            vm.close()
+    assert seen[0] == seen[1]
+    assert seen[0][0][3] == RUNS // 512 - 16 and seen[0][1][0] == 8192
+
+
 # -- bad input: the specification's status, and QEMU keeps running ------------------------------
 
 
