@@ -276,6 +276,41 @@ void nh_engine_stream_release(NhEngine *eng, uint16_t id)
     }
 }
 
+uint64_t nh_engine_unit_bytes(const NhEngine *eng)
+{
+    const NhGeometry *g = &eng->nand->g;
+
+    return eng->ops->stream_unit ? (uint64_t)g->pages * g->page_size * g->npu : 0;
+}
+
+static uint64_t stream_unit(NhEngine *eng, uint16_t tag, bool close)
+{
+    if (!eng->ops->stream_unit || !nh_engine_stream_limit(eng) ||
+        tag > nh_engine_stream_limit(eng)) {
+        return 0;
+    }
+    return eng->ops->stream_unit(eng->ftl, tag, close) * eng->nand->g.page_size;
+}
+
+uint64_t nh_engine_stream_unit_left(NhEngine *eng, uint16_t tag)
+{
+    return stream_unit(eng, tag, false);
+}
+
+uint64_t nh_engine_stream_unit_close(NhEngine *eng, uint16_t tag)
+{
+    return stream_unit(eng, tag, true);
+}
+
+void nh_engine_media_bytes(const NhEngine *eng, NhMediaBytes *m)
+{
+    const NhGeometry *g = &eng->nand->g;
+
+    m->host_written = eng->stats.host_write_bytes;
+    m->media_written = eng->stats.nand_page_programs * g->page_size;
+    m->media_erased = eng->stats.nand_block_erases * g->pages * g->page_size;
+}
+
 /* Write the pages of [offset, offset+length), which the caller has checked, through the write
  * buffer if there is one and @buffered. */
 static uint64_t do_write(NhEngine *eng, const NhRequest *req, uint64_t now, bool buffered)

@@ -121,6 +121,38 @@ static uint32_t take_page(NhBlocks *b, NhPlane *p, uint32_t front)
     return p->open[front] * b->pages + b->blk[p->open[front]].wp++;
 }
 
+/* Pages still free in frontier @front's reclaim unit (placement.h), its open block on every
+ * plane: a plane whose block is not open yet counts a whole block (the stripe opens it when it
+ * gets there), one whose block is full counts 0 (its next page starts the next unit); all of
+ * them full means the next write opens a new unit, so the whole unit is free then. */
+uint64_t nh_blocks_front_left(const NhBlocks *b, uint32_t front)
+{
+    uint64_t left = 0;
+
+    for (uint32_t i = 0; i < b->npu; i++) {
+        const NhPlane *p = &b->pu[i];
+        left += p->open[front] == NH_NONE ? b->pages : b->pages - b->blk[p->open[front]].wp;
+    }
+    return left ? left : (uint64_t)b->pages * b->npu;
+}
+
+/* Close frontier @front's open blocks as they are (no padding): its next page opens new ones.
+ * Returns the pages they left unwritten. */
+uint64_t nh_blocks_front_close(NhBlocks *b, uint32_t front)
+{
+    uint64_t left = 0;
+
+    for (uint32_t i = 0; i < b->npu; i++) {
+        NhPlane *p = &b->pu[i];
+        if (p->open[front] != NH_NONE) {
+            left += b->pages - b->blk[p->open[front]].wp;
+            close_block(b, p->open[front]);
+            p->open[front] = NH_NONE;
+        }
+    }
+    return left;
+}
+
 uint32_t nh_blocks_gc_page(NhBlocks *b, uint32_t pu, uint32_t front)
 {
     /* striped like host writes, but only onto planes with room that need no GC for it (GC is

@@ -116,6 +116,11 @@ uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front);
  * plane with room that needs no GC, else in plane @pu, whose reserve covers it. */
 uint32_t nh_blocks_gc_page(NhBlocks *b, uint32_t pu, uint32_t front);
 
+/* Frontier @front's reclaim unit (its open block on every plane): the pages still free in it
+ * (the whole unit when the next write opens a new one); and closing it as it is, which returns
+ * the pages left unwritten (FDP's Reclaim Unit Handle Update; docs/placement.md). */
+uint64_t nh_blocks_front_left(const NhBlocks *b, uint32_t front);
+uint64_t nh_blocks_front_close(NhBlocks *b, uint32_t front);
 void nh_blocks_invalidate(NhBlocks *b, uint32_t ppn);
 
 static inline void nh_blocks_map(NhBlocks *b, uint32_t owner, uint32_t ppn)

@@ -234,6 +234,11 @@ uint32_t nh_dstream_page(NhDstream *ds, uint64_t lpn, uint16_t tag, bool overwri
     return s;
 }
 
+uint32_t nh_dstream_stream_of_tag(const NhDstream *ds, uint16_t tag)
+{
+    return tag ? ds->assign[ds->nparts + tag - 1] : 0;
+}
+
 void nh_dstream_release(NhDstream *ds, uint16_t id)
 {
     /* its history ends: counted from zero, on the coldest stream until the next timestamp */

@@ -34,6 +34,9 @@ uint32_t nh_dstream_k(const NhDstream *ds);
  * pages are written (*timestamp set), then k may have changed. */
 uint32_t nh_dstream_page(NhDstream *ds, uint64_t lpn, uint16_t tag, bool overwrite,
                          bool *timestamp);
+/* The physical stream host tag @tag's writes go to now (0 for untagged writes, whose stream
+ * depends on their LBA partition). */
+uint32_t nh_dstream_stream_of_tag(const NhDstream *ds, uint16_t tag);
 void nh_dstream_release(NhDstream *ds, uint16_t id);
 void nh_dstream_save(const NhDstream *ds, GByteArray *o);
 bool nh_dstream_load(NhDstream *ds, NhReader *r);

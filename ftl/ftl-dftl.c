@@ -527,6 +527,12 @@ static void dftl_stream_release(void *opaque, uint16_t id)
     nh_placement_release(f->pl, id);
 }
 
+static uint64_t dftl_stream_unit(void *opaque, uint16_t tag, bool close)
+{
+    Dftl *f = opaque;
+    return nh_placement_unit(f->pl, &f->b, tag, close);
+}
+
 static int dftl_stream_of(void *opaque, uint64_t lpn)
 {
     Dftl *f = opaque;
@@ -539,6 +545,7 @@ const NhFtlOps nh_ftl_dftl_ops = {
     .stream_of = dftl_stream_of,
     .keys = dftl_keys,
     .check_config = dftl_check_config,
+    .stream_unit = dftl_stream_unit,
     .counters = dftl_counters,
     .name = "dftl",
     .create = dftl_create,

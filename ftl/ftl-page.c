@@ -412,6 +412,12 @@ static void page_stream_release(void *opaque, uint16_t id)
     nh_placement_release(f->pl, id);
 }
 
+static uint64_t page_stream_unit(void *opaque, uint16_t tag, bool close)
+{
+    PageFtl *f = opaque;
+    return nh_placement_unit(f->pl, &f->b, tag, close);
+}
+
 static int page_stream_of(void *opaque, uint64_t lpn)
 {
     PageFtl *f = opaque;
@@ -425,6 +431,7 @@ const NhFtlOps nh_ftl_page_ops = {
     .stream_of = page_stream_of,
     .keys = page_keys,
     .counters = page_counters,
+    .stream_unit = page_stream_unit,
     .name = "page",
     .create = page_create,
     .destroy = page_destroy,

@@ -93,6 +93,9 @@ typedef struct NhFtlOps {
      * page (NH_STREAM_GC for the GC frontier's), -1 when unmapped or not on flash yet; for
      * the tests' frontier invariants; -1 also when placement is off */
     int (*stream_of)(void *ftl, uint64_t lpn);
+    /* NH_FTL_PLACEMENT: the reclaim unit tag @tag writes into (nh_placement_unit): pages still
+     * free in it, or with @close, close it and return the pages it left unwritten */
+    uint64_t (*stream_unit)(void *ftl, uint16_t tag, bool close);
 } NhFtlOps;
 
 /* NH_FTL_REGISTRY: X(name) for every FTL (nh-registry.h, generated from meson.build's list). */

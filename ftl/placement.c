@@ -307,6 +307,22 @@ uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool ove
     return front_of_stream(p, s);
 }
 
+/* The physical stream tag @tag writes to now: nh_placement_front's rule without a page. */
+static uint32_t stream_of_tag(const NhPlacement *p, uint16_t tag)
+{
+    if (p->ds) {
+        return nh_dstream_stream_of_tag(p->ds, tag);
+    }
+    return !tag || p->nstreams == 1 ? 0 : 1 + (tag - 1u) % (p->nstreams - 1);
+}
+
+uint64_t nh_placement_unit(const NhPlacement *p, NhBlocks *b, uint16_t tag, bool close)
+{
+    uint32_t front = front_of_stream(p, stream_of_tag(p, tag));
+
+    return close ? nh_blocks_front_close(b, front) : nh_blocks_front_left(b, front);
+}
+
 int nh_placement_page_stream(const NhPlacement *p, const NhBlocks *b, uint32_t ppn1)
 {
     if (!ppn1 || !p) {

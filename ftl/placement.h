@@ -85,6 +85,11 @@ uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool ove
 uint32_t nh_placement_stream_of(const NhPlacement *p, uint32_t front);
 void nh_placement_release(NhPlacement *p, uint16_t id);
 struct NhBlocks;
+/* Tag @tag's reclaim unit, the open blocks (one per plane) of the frontier it writes to now:
+ * the pages still free in it; with @close, the unit is closed as it is instead (its next
+ * write opens a new one) and the pages it left unwritten are returned (FDP's Reclaim Unit
+ * Handle Update, docs/placement.md). */
+uint64_t nh_placement_unit(const NhPlacement *p, struct NhBlocks *b, uint16_t tag, bool close);
 /* The FTLs' stream_of hook: the stream of the block holding ppn @ppn1 - 1 of @b, -1 for
  * @ppn1 = 0 or @p = NULL (placement off). */
 int nh_placement_page_stream(const NhPlacement *p, const struct NhBlocks *b, uint32_t ppn1);

@@ -171,6 +171,10 @@ static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
     id->ver = cpu_to_le32(n->vs);
     id->oaes = cpu_to_le32(0);
     id->cntrltype = 1;                          /* I/O controller */
+    if (n->fdp) {                               /* endurance group 1 with FDP (fdp.c) */
+        id->ctratt = cpu_to_le32(NVME_CTRATT_ENDGRPS | NVME_CTRATT_FDPS);
+        id->endgidmax = cpu_to_le16(NHC_ENDGID);
+    }
     id->oacs = cpu_to_le16(NVME_OACS_DBCS |     /* Doorbell Buffer Config */
                            NVME_OACS_DIRECTIVES);
     id->acl = 3;                                /* 4 concurrent Aborts */
@@ -220,6 +224,7 @@ static uint16_t nhc_identify_ns(NhcCtrl *n, NhcReq *req)
     id->flbas = 0;
     id->dlfeat = 1 | (1 << 3);                  /* deallocated reads as zeroes; WZ DEAC */
     id->lbaf[0].ds = n->lba_shift;
+    id->endgid = cpu_to_le16(n->fdp ? NHC_ENDGID : 0);
     nhc_put_le128(id->nvmcap, n->ns_bytes);
     id->npwg = cpu_to_le16(MIN(npwg, 0x10000) - 1);
     id->npwa = id->npwg;
@@ -396,6 +401,14 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
         g_byte_array_unref(page);
         page = g_byte_array_ref(n->vendor_log);
         break;
+    case NVME_LOG_ENDGRP:
+    case NVME_LOG_FDP_CONFS ... NVME_LOG_FDP_EVENTS: {
+        uint16_t status = nhc_fdp_log(n, req, lid, page);
+        if (status) {
+            return status;
+        }
+        break;
+    }
     default:
         return NHC_ERR(NVME_INVALID_LOG_ID);
     }

@@ -115,6 +115,7 @@ void nhc_ctrl_reset(NhcCtrl *n)
     n->dbbuf_dbs = n->dbbuf_eis = 0;
     nhc_features_default(n);
     nhc_dir_reset(n);
+    nhc_fdp_reset(n);
     pci_irq_deassert(PCI_DEVICE(n));
     if (QTAILQ_EMPTY(&n->dying_sqs)) {
         nhc_ctrl_reset_done(n);
@@ -253,6 +254,7 @@ static void nhc_free(NhcCtrl *n)
     g_clear_pointer(&n->features.vector_no_coalescing, g_free);
     g_clear_pointer(&n->vendor_log, g_byte_array_unref);
     g_clear_pointer(&n->dir, nhc_dir_free);
+    g_clear_pointer(&n->fdp, nhc_fdp_free);
     g_clear_pointer(&n->engine, nh_engine_free);
 }
 
@@ -279,6 +281,9 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
         return;
     }
     n->vwc_present = n->backend_wc || nh_engine_volatile_write_cache(n->engine);
+    if (!nhc_fdp_realize(n, errp)) {
+        goto fail;
+    }
     nhc_dir_realize(n);
     n->wce = true;
     n->num_queues = n->max_ioqpairs + 1;
@@ -430,6 +435,7 @@ static const Property nhc_props[] = {
     DEFINE_PROP_UINT32("queues", NhcCtrl, max_ioqpairs, 64),
     DEFINE_PROP_STRING("state-file", NhcCtrl, state_file),
     DEFINE_PROP_BOOL("x-flush-no-drain", NhcCtrl, x_flush_no_drain, false),
+    DEFINE_PROP_BOOL("fdp", NhcCtrl, fdp_on, false),
     NHC_BA_PROPERTIES,
 };
 
@@ -480,6 +486,10 @@ static void nhc_class_init(ObjectClass *oc, void *data)
     object_class_property_set_description(oc, "x-flush-no-drain",
         "test only, breaks durability: Flush does not drain the volatile write buffer "
         "(for scripts/powercut-campaign's self-test)");
+    object_class_property_set_description(oc, "fdp",
+        "Flexible Data Placement on endurance group 1, enabled from power-on: streams + 1 "
+        "reclaim unit handles on the engine's placement tags (needs streams > 0; the Streams "
+        "directive is then not supported); see docs/device.md");
     object_class_property_set_description(oc, "stats",
         "engine statistics as one JSON document (see docs/statistics.md)");
 }

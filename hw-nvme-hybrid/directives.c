@@ -24,6 +24,7 @@
 /* Directive Types (Figure 598) and Operations (Figures 600, 605). */
 #define NHC_DIR_IDENTIFY            0x00
 #define NHC_DIR_STREAMS             0x01
+#define NHC_DIR_PLACEMENT           0x02    /* Data Placement: enabled with FDP */
 #define NHC_DOPER_RETURN_PARAMS     0x01    /* Receive, Identify and Streams */
 #define NHC_DOPER_GET_STATUS        0x02    /* Receive, Streams */
 #define NHC_DOPER_ALLOCATE          0x03    /* Receive, Streams */
@@ -70,7 +71,8 @@ void nhc_dir_realize(NhcCtrl *n)
 {
     NhcDirectives *d = g_new0(NhcDirectives, 1);
 
-    d->msl = MIN(nh_engine_stream_limit(n->engine), UINT16_MAX);
+    /* With FDP the engine's tags are its reclaim unit handles: Streams is not supported. */
+    d->msl = n->fdp ? 0 : MIN(nh_engine_stream_limit(n->engine), UINT16_MAX);
     d->tags = bitmap_new(MAX(d->msl, 1));
     for (int i = 0; i < NHC_NAMESPACES; i++) {
         d->ns[i].open = g_new0(NhcStream, MAX(d->msl, 1));
@@ -265,8 +267,10 @@ static uint16_t nhc_dir_identify_params(NhcCtrl *n, NhcReq *req)
         return status;
     }
     /* supported, enabled; persistent across Controller Level Resets (byte 64): neither */
-    id[0] = 1 << NHC_DIR_IDENTIFY | (n->dir->msl ? 1 << NHC_DIR_STREAMS : 0);
-    id[32] = 1 << NHC_DIR_IDENTIFY | (ns->enabled ? 1 << NHC_DIR_STREAMS : 0);
+    id[0] = 1 << NHC_DIR_IDENTIFY | (n->dir->msl ? 1 << NHC_DIR_STREAMS : 0) |
+            (n->fdp ? 1 << NHC_DIR_PLACEMENT : 0);
+    id[32] = 1 << NHC_DIR_IDENTIFY | (ns->enabled ? 1 << NHC_DIR_STREAMS : 0) |
+             (n->fdp ? 1 << NHC_DIR_PLACEMENT : 0);
     return nhc_dir_to_host(n, req, id, sizeof(id));
 }
 

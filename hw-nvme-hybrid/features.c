@@ -105,6 +105,9 @@ static uint16_t nhc_feature_value(NhcCtrl *n, NhcReq *req, uint8_t fid, bool dfl
     case NVME_ASYNCHRONOUS_EVENT_CONF:
         *result = dflt ? 0 : f->async_config;
         break;
+    case NVME_FDP_MODE:
+    case NVME_FDP_EVENTS:
+        return nhc_fdp_get_feature(n, req, fid, dflt, result);
     default:
         return NHC_ERR(NVME_INVALID_FIELD);
     }
@@ -128,7 +131,9 @@ uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req)
         sel != NVME_GETFEAT_SELECT_CAP) {
         return NHC_ERR(NVME_INVALID_FIELD);
     }
-    if (fid == NVME_TIMESTAMP) {
+    if (sel == NVME_GETFEAT_SELECT_CAP && fid == NVME_FDP_EVENTS && n->fdp) {
+        /* capabilities only: no placement handle, no descriptors to transfer */
+    } else if (fid == NVME_TIMESTAMP) {
         if (sel != NVME_GETFEAT_SELECT_CAP) {
             return nhc_get_timestamp(n, req, dflt);
         }
@@ -139,8 +144,9 @@ uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req)
         }
     }
     if (sel == NVME_GETFEAT_SELECT_CAP) {
-        result = NVME_FEAT_CAP_CHANGE |
-                 (fid == NVME_ERROR_RECOVERY ? NVME_FEAT_CAP_NS : 0);
+        /* FDP (1Dh) cannot change while the namespace exists (fdp.c) */
+        result = (fid == NVME_FDP_MODE ? 0 : NVME_FEAT_CAP_CHANGE) |
+                 (fid == NVME_ERROR_RECOVERY || fid == NVME_FDP_EVENTS ? NVME_FEAT_CAP_NS : 0);
     }
     req->cqe.result = cpu_to_le32(result);
     return NVME_SUCCESS;
@@ -281,6 +287,9 @@ uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
         break;
     case NVME_TIMESTAMP:
         return nhc_set_timestamp(n, req);
+    case NVME_FDP_MODE:
+    case NVME_FDP_EVENTS:
+        return nhc_fdp_set_feature(n, req, NVME_GETSETFEAT_FID(dw10));
     default:
         return NHC_ERR(NVME_INVALID_FIELD);
     }

@@ -402,7 +402,8 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     trace_nhc_io_rw(le16_to_cpu(rw->cid), write, le64_to_cpu(rw->slba),
                     le16_to_cpu(rw->nlb) + 1, fua);
     if (!status && write) {
-        status = nhc_io_write_stream(n, req, &stream);     /* directives.c */
+        status = n->fdp ? nhc_io_write_placement(n, req, &stream) :  /* fdp.c */
+                 nhc_io_write_stream(n, req, &stream);      /* directives.c */
     }
     if (status) {
         return status;
@@ -662,6 +663,8 @@ uint16_t nhc_io_dispatch(NhcCtrl *n, NhcReq *req)
     case NVME_CMD_COMPARE:
     case NVME_CMD_WRITE_ZEROES:
     case NVME_CMD_DSM:
+    case NVME_CMD_IO_MGMT_RECV:
+    case NVME_CMD_IO_MGMT_SEND:
         if (nsid != NHC_NSID) {
             return NHC_ERR(NVME_INVALID_NSID);
         }
@@ -675,6 +678,8 @@ uint16_t nhc_io_dispatch(NhcCtrl *n, NhcReq *req)
     case NVME_CMD_READ:         return nhc_io_rw(n, req);
     case NVME_CMD_COMPARE:      return nhc_io_compare(n, req);
     case NVME_CMD_WRITE_ZEROES: return nhc_io_write_zeroes(n, req);
+    case NVME_CMD_IO_MGMT_RECV: return nhc_io_mgmt_recv(n, req);     /* fdp.c */
+    case NVME_CMD_IO_MGMT_SEND: return nhc_io_mgmt_send(n, req);
     default:                    return nhc_io_dsm(n, req);
     }
 }

@@ -14,6 +14,8 @@
  *                commands, power loss (the logic is in bar-pm/ba-manager.c)
  *   ba-persist.c what a persist through the window costs on PCIe, in virtual time
  *   directives.c Directive Send/Receive, the Identify and Streams directives, write streams
+ *   fdp.c        Flexible Data Placement: its logs and features, I/O Management, write
+ *                placement identifiers (on the engine's placement tags)
  *
  * Every command handler returns an NVMe status (NVME_* from block/nvme.h, with NVME_DNR where
  * retrying cannot help) or NHC_ASYNC when the request completes later through
@@ -49,6 +51,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
 #define NHC_ARBITRATION_DEFAULT 7   /* Arbitration Burst 7: no limit until the host sets one */
 #define NHC_WCTEMP_K        0x157   /* Warning Composite Temperature Threshold: 70 C */
 #define NHC_CCTEMP_K        0x175   /* Critical Composite Temperature Threshold: 100 C */
+#define NHC_ENDGID          1       /* the one endurance group (reported with fdp=on) */
 
 /* A status the host should not retry: the same command fails the same way. */
 #define NHC_STATUS(sc)      ((sc) | NVME_DNR)
@@ -75,6 +78,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
 
 typedef struct NhcCtrl NhcCtrl;
 typedef struct NhcDirectives NhcDirectives;
+typedef struct NhcFdp NhcFdp;
 typedef struct NhcSQ NhcSQ;
 typedef struct NhcCQ NhcCQ;
 
@@ -209,6 +213,8 @@ struct NhcCtrl {
 
     NhcFeatures     features;
     NhcDirectives  *dir;            /* directives and streams state (directives.c) */
+    bool            fdp_on;         /* property fdp: Flexible Data Placement enabled */
+    NhcFdp         *fdp;            /* its state (fdp.c); NULL with fdp=off */
     QEMUBH         *fetch_bh;       /* round-robin command fetch (see ctrl.c) */
     uint64_t        dbbuf_dbs, dbbuf_eis;   /* Doorbell Buffer Config (0: not configured) */
 
@@ -369,6 +375,18 @@ void nhc_dir_reset(NhcCtrl *n);
 uint16_t nhc_admin_directive_send(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_directive_receive(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_io_write_stream(NhcCtrl *n, NhcReq *req, uint16_t *tag);
+
+/* fdp.c */
+bool nhc_fdp_realize(NhcCtrl *n, Error **errp);
+void nhc_fdp_free(NhcFdp *f);
+void nhc_fdp_reset(NhcCtrl *n);
+uint16_t nhc_fdp_log(NhcCtrl *n, NhcReq *req, uint8_t lid, GByteArray *page);
+uint16_t nhc_fdp_get_feature(NhcCtrl *n, NhcReq *req, uint8_t fid, bool dflt,
+                             uint32_t *result);
+uint16_t nhc_fdp_set_feature(NhcCtrl *n, NhcReq *req, uint8_t fid);
+uint16_t nhc_io_mgmt_recv(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_io_mgmt_send(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_io_write_placement(NhcCtrl *n, NhcReq *req, uint16_t *tag);
 
 /* state.c */
 char *nhc_file_property(NhcCtrl *n, const char *prop, const char *suffix);

@@ -85,6 +85,30 @@ uint32_t nh_engine_stream_limit(const NhEngine *eng);
 void nh_engine_stream_release(NhEngine *eng, uint16_t id);
 
 /*
+ * Reclaim units (NVMe Flexible Data Placement, docs/placement.md): a placement tag's frontier
+ * fills one open block on every plane at a time, so its reclaim unit is a superblock of
+ * nh_engine_unit_bytes() (0 when the FTL cannot place).  nh_engine_stream_unit_left() gives
+ * the bytes still free in the unit tag @tag writes into now (the whole unit when its next write
+ * opens a new one); nh_engine_stream_unit_close() closes that unit as it is, unpadded, so the
+ * tag's next write starts a new one, and returns the bytes it left unwritten.  Both are 0 for a
+ * tag above nh_engine_stream_limit() or when the FTL cannot place.
+ */
+uint64_t nh_engine_unit_bytes(const NhEngine *eng);
+uint64_t nh_engine_stream_unit_left(NhEngine *eng, uint16_t tag);
+uint64_t nh_engine_stream_unit_close(NhEngine *eng, uint16_t tag);
+
+/*
+ * What the host and the flash wrote, for NVMe's FDP statistics log: the bytes of every write
+ * request (host.write_bytes), the pages programmed (nand.page_programs: GC copies, translation
+ * pages and wear levelling included) and the blocks erased (nand.block_erases), in bytes.
+ * media_written / host_written is `waf` when every write covers whole pages.
+ */
+typedef struct NhMediaBytes {
+    uint64_t host_written, media_written, media_erased;
+} NhMediaBytes;
+void nh_engine_media_bytes(const NhEngine *eng, NhMediaBytes *m);
+
+/*
  * Does the device have a volatile write cache (a write buffer with buffer-volatile in force)?
  * Then Flush and FUA writes drain it, and Identify should report VWC.  Fixed at creation.
  */

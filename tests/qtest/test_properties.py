@@ -55,6 +55,10 @@ BAD = [
     ("serial=s,queues=0", "queues"),
     ("serial=012345678901234567890", "serial"),          # 21 characters
     ("", "serial"),
+    ("serial=s,fdp=on", "fdp: "),                                        # no placement
+    ("serial=s,fdp=on,streams=3,stream-map=dstream", "fdp: "),
+    ("serial=s,fdp=on,streams=4,physical-streams=3", "fdp: "),           # handles would share
+    ("serial=s,fdp=on,streams=16", "fdp: "),                             # 17 handles
 ]
 
 

@@ -219,6 +219,59 @@ static void test_hot_cold(void)
     }
 }
 
+/* Reclaim units (FDP): a tag's unit is its frontier's open block on every plane; what is left
+ * in it follows the tag's writes only; closing it returns what was left and the next write
+ * opens a new unit; units closed half written are reclaimed by GC like any block (the full
+ * check after random writes with closes). */
+static void units(const char *ftl)
+{
+    g_autofree char *props = g_strdup_printf("ftl=%s,streams=3," SMALL, ftl);
+    NhEngine *e = unit_engine(props, 8 * MIB);
+    const NhGeometry *g = &e->nand->g;
+    uint64_t unit = (uint64_t)g->pages * g->page_size * g->npu, n = 8 * MIB / 4096, left;
+    GRand *r = g_rand_new_with_seed(5);
+    GError *err = NULL;
+
+    g_assert_cmpuint(nh_engine_unit_bytes(e), ==, unit);
+    for (uint16_t t = 0; t <= 3; t++) {
+        g_assert_cmpuint(nh_engine_stream_unit_left(e, t), ==, unit);
+    }
+    g_assert_cmpuint(nh_engine_stream_unit_left(e, 4), ==, 0);
+    io(e, NH_OP_WRITE, 0, 1 + g->npu, 2);
+    left = unit - (1 + g->npu) * 4096ull;
+    g_assert_cmpuint(nh_engine_stream_unit_left(e, 2), ==, left);
+    g_assert_cmpuint(nh_engine_stream_unit_left(e, 1), ==, unit);
+    g_assert_cmpuint(nh_engine_stream_unit_left(e, 0), ==, unit);
+    g_assert_cmpuint(nh_engine_stream_unit_close(e, 2), ==, left);
+    g_assert_cmpuint(nh_engine_stream_unit_left(e, 2), ==, unit);
+    g_assert_cmpuint(nh_engine_stream_unit_close(e, 2), ==, 0);
+    io(e, NH_OP_WRITE, 100, 1, 2);
+    g_assert_cmpuint(nh_engine_stream_unit_left(e, 2), ==, unit - 4096);
+    for (int i = 0; i < 20000; i++) {
+        uint16_t t = (uint16_t)g_rand_int_range(r, 0, 4);
+        io(e, NH_OP_WRITE, g_rand_int_range(r, 0, (gint32)n - 4), g_rand_int_range(r, 1, 4), t);
+        if (i % 97 == 0) {
+            nh_engine_stream_unit_close(e, t);
+        }
+    }
+    g_assert_cmpuint(e->stats.ftl_gc_blocks, >, 0);
+    if (!nh_engine_check(e, &err)) {
+        g_error("%s after random writes and unit closes: %s", ftl, err->message);
+    }
+    g_rand_free(r);
+    nh_engine_free(e);
+    e = unit_engine("ftl=page," SMALL, 8 * MIB);
+    g_assert_cmpuint(nh_engine_stream_unit_left(e, 0), ==, 0);     /* placement off */
+    g_assert_cmpuint(nh_engine_stream_unit_close(e, 0), ==, 0);
+    nh_engine_free(e);
+}
+
+static void test_units(void)
+{
+    units("page");
+    units("dftl");
+}
+
 static void refused(const char *props, const char *key)
 {
     NhConfig c;
@@ -470,5 +523,6 @@ int main(int argc, char **argv)
     g_test_add_func("/placement/resize", test_resize);
     g_test_add_func("/placement/budget", test_budget);
     g_test_add_func("/placement/fixed-k", test_fixed_k);
+    g_test_add_func("/placement/units", test_units);
     return g_test_run();
 }
