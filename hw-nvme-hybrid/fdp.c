@@ -421,9 +421,12 @@ uint16_t nhc_fdp_set_feature(NhcCtrl *n, NhcReq *req, uint8_t fid)
 
 /* ------------------------------------------------------------------------------ I/O management */
 
-/* The namespace of an I/O Management command and FDP enabled on its endurance group. */
-static uint16_t nhc_io_mgmt_check(NhcCtrl *n, NhcReq *req)
+/* The namespace of an I/O Management command and FDP enabled on its endurance group; *mo is
+ * its Management Operation (CDW10 bits 7:0). */
+static uint16_t nhc_io_mgmt_check(NhcCtrl *n, NhcReq *req, uint8_t *mo)
 {
+    *mo = le32_to_cpu(req->cmd.cdw10) & 0xff;
+    trace_nhc_io_mgmt(req->cmd.opcode, *mo, le32_to_cpu(req->cmd.nsid));
     if (le32_to_cpu(req->cmd.nsid) != NHC_NSID) {
         return NHC_FDP_ERR(req, NVME_INVALID_NSID, "I/O management: no such namespace");
     }
@@ -459,20 +462,16 @@ static uint16_t nhc_fdp_ruh_status(NhcCtrl *n, NhcReq *req)
 
 uint16_t nhc_io_mgmt_recv(NhcCtrl *n, NhcReq *req)
 {
-    uint8_t mo = le32_to_cpu(req->cmd.cdw10) & 0xff;
-    uint16_t status = nhc_io_mgmt_check(n, req);
+    uint8_t mo;
+    uint16_t status = nhc_io_mgmt_check(n, req, &mo);
 
-    trace_nhc_io_mgmt(req->cmd.opcode, mo, le32_to_cpu(req->cmd.nsid));
-    if (status) {
+    if (status || mo == NVME_IOMR_MO_NOP) {
         return status;
     }
-    switch (mo) {
-    case NVME_IOMR_MO_NOP:          return NVME_SUCCESS;
-    case NHC_IOMR_RUH_STATUS:       return nhc_fdp_ruh_status(n, req);
-    default:
-        return NHC_FDP_ERR(req, NVME_INVALID_FIELD, "I/O management receive: operation not "
-                           "supported");
+    if (mo == NHC_IOMR_RUH_STATUS) {
+        return nhc_fdp_ruh_status(n, req);
     }
+    return NHC_FDP_ERR(req, NVME_INVALID_FIELD, "I/O management receive: operation not supported");
 }
 
 /* Reclaim Unit Handle Update: NPID (CDW10 bits 31:16, 0's based) placement identifiers in
@@ -514,18 +513,14 @@ static uint16_t nhc_fdp_ruh_update(NhcCtrl *n, NhcReq *req)
 
 uint16_t nhc_io_mgmt_send(NhcCtrl *n, NhcReq *req)
 {
-    uint8_t mo = le32_to_cpu(req->cmd.cdw10) & 0xff;
-    uint16_t status = nhc_io_mgmt_check(n, req);
+    uint8_t mo;
+    uint16_t status = nhc_io_mgmt_check(n, req, &mo);
 
-    trace_nhc_io_mgmt(req->cmd.opcode, mo, le32_to_cpu(req->cmd.nsid));
-    if (status) {
+    if (status || mo == NVME_IOMS_MO_NOP) {
         return status;
     }
-    switch (mo) {
-    case NVME_IOMS_MO_NOP:          return NVME_SUCCESS;
-    case NHC_IOMS_RUH_UPDATE:       return nhc_fdp_ruh_update(n, req);
-    default:
-        return NHC_FDP_ERR(req, NVME_INVALID_FIELD, "I/O management send: operation not "
-                           "supported");
+    if (mo == NHC_IOMS_RUH_UPDATE) {
+        return nhc_fdp_ruh_update(n, req);
     }
+    return NHC_FDP_ERR(req, NVME_INVALID_FIELD, "I/O management send: operation not supported");
 }

@@ -10,6 +10,7 @@ Every test gets its own QEMU process on its own temporary image, killed
 when the test ends, so tests are independent and can run in any order.
 """
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -40,10 +41,11 @@ def qemu_binary():
     return qemu
 
 
-@pytest.fixture
-def vm(qemu_binary):
-    machine = nq.Vm(qemu_binary, MODEL, image_size=IMAGE_SIZE, serial=SERIAL,
-                    device_props=DEVICE_PROPS)
+@contextlib.contextmanager
+def running(qemu_binary, props=DEVICE_PROPS, image_size=IMAGE_SIZE):
+    """A QEMU with the device (@props), killed on the way out."""
+    machine = nq.Vm(qemu_binary, MODEL, image_size=image_size, serial=SERIAL,
+                    device_props=props)
     try:
         yield machine
     finally:
@@ -52,6 +54,20 @@ def vm(qemu_binary):
         machine.close()
         # Shown by pytest only when the test failed: QEMU's own complaints.
         print(f"QEMU {'was running' if alive else 'had exited'} at teardown; stderr:\n{log}")
+
+
+def enabled_controller(machine):
+    """The controller of @machine, enabled, with its Identify Controller data in .id."""
+    ctrl = nq.Controller(machine)
+    ctrl.enable()
+    ctrl.id = ctrl.identify_ctrl()
+    return ctrl
+
+
+@pytest.fixture
+def vm(qemu_binary):
+    with running(qemu_binary) as machine:
+        yield machine
 
 
 @pytest.fixture

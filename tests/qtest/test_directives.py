@@ -16,7 +16,8 @@ import struct
 import pytest
 
 import nvme_qtest as nq
-from conftest import (IMAGE_SIZE, MODEL, SERIAL, assert_status, assert_still_works)
+from conftest import (IMAGE_SIZE, MODEL, SERIAL, assert_status, assert_still_works,
+                      enabled_controller, running)
 
 G = nq.SCT_GENERIC
 ADM_DIRECTIVE_SEND, ADM_DIRECTIVE_RECV = 0x19, 0x1A
@@ -34,22 +35,13 @@ pytestmark = pytest.mark.skipif(MODEL != "nvme-hybrid",
 @pytest.fixture
 def svm(qemu_binary):
     """A device whose engine places streams (streams=8)."""
-    machine = nq.Vm(qemu_binary, MODEL, image_size=IMAGE_SIZE, serial=SERIAL,
-                    device_props=f"streams={MSL}")
-    try:
+    with running(qemu_binary, f"streams={MSL}") as machine:
         yield machine
-    finally:
-        log = machine.stderr_text()
-        machine.close()
-        print(f"QEMU stderr:\n{log}")
 
 
 @pytest.fixture
 def dev(svm):
-    ctrl = nq.Controller(svm)
-    ctrl.enable()
-    ctrl.id = ctrl.identify_ctrl()
-    return ctrl
+    return enabled_controller(svm)
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ import struct
 import pytest
 
 import nvme_qtest as nq
-from conftest import MODEL, SERIAL, assert_status, assert_still_works
+from conftest import (MODEL, SERIAL, assert_status, assert_still_works, enabled_controller,
+                      running)
 
 G = nq.SCT_GENERIC
 SC_FDP_DISABLED = 0x29
@@ -39,21 +40,13 @@ def start(qemu, props):
 
 @pytest.fixture
 def fvm(qemu_binary):
-    machine = start(qemu_binary, f"fdp=on,streams={NRUH - 1},{GEOMETRY}")
-    try:
+    with running(qemu_binary, f"fdp=on,streams={NRUH - 1},{GEOMETRY}", IMAGE) as machine:
         yield machine
-    finally:
-        log = machine.stderr_text()
-        machine.close()
-        print(f"QEMU stderr:\n{log}")
 
 
 @pytest.fixture
 def dev(fvm):
-    ctrl = nq.Controller(fvm)
-    ctrl.enable()
-    ctrl.id = ctrl.identify_ctrl()
-    return ctrl
+    return enabled_controller(fvm)
 
 
 @pytest.fixture
