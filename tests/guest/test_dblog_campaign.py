@@ -14,8 +14,10 @@ SUMMARY = re.compile(r"^cuts ([0-9]+) acknowledged ([0-9]+) missing ([0-9]+) "
 
 
 def campaign(tmp_path, *args):
-    """One cut 5-8 s after the clients started; (exit status, summary numbers, output)."""
+    """One cut 5-8 s after the clients started, and not before each engine acknowledged 20
+    writes (a loaded host can start them late); (exit status, summary numbers, output)."""
     r = subprocess.run([CAMPAIGN, "1", "--seed", "1", "--min-cut", "5", "--max-cut", "8",
+                        "--min-acks", "20",
                         "--dir", str(tmp_path / "campaign")] + list(args),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
     last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
@@ -31,6 +33,9 @@ def test_window_loses_nothing_acknowledged(tmp_path):
 
 
 def test_async_logging_loses_acknowledged_writes(tmp_path):
+    """Under asynchronous logging a cut loses acknowledged writes.  Recovery may fail too: Redis
+    (appendfsync everysec) finds zeroes where ext4 had committed the AOF's new size before
+    its data (appends into a block already allocated are not ordered), "Bad file format"."""
     status, (cuts, acked, missing, failures), out = campaign(tmp_path, "--async")
-    assert cuts == 3 and failures == 0, out
+    assert cuts == 3 and acked > 0, out
     assert missing > 0 and status == 1, out
