@@ -14,6 +14,7 @@
 #include "hw/qdev-properties-system.h"
 #include "migration/vmstate.h"
 #include "system/block-backend.h"
+#include "system/cpus.h"
 #include "system/runstate.h"
 #include "system/system.h"
 
@@ -340,7 +341,10 @@ static void nhc_reset(DeviceState *dev)
  * An injected power cut: the whole machine loses power.  What a volatile write buffer held is
  * lost (nhc_state_power_loss), the capacitors save the window, and the process ends at once, as
  * with SIGKILL: no exit notifier runs, so the engine state stays marked unclean and the next
- * start counts an unsafe shutdown.
+ * start counts an unsafe shutdown.  Power goes at one instant: the vCPUs stop first, since a
+ * store into the window (guest RAM to TCG, taken without the BQL) while the dump computes its
+ * checksum would leave a file that does not match it, and the next start would discard the
+ * whole window (seen with a guest storing in a loop: test_bar_pm.py).
  */
 static void nhc_set_power_cut(Object *obj, bool value, Error **errp)
 {
@@ -354,6 +358,7 @@ static void nhc_set_power_cut(Object *obj, bool value, Error **errp)
         return;
     }
     trace_nhc_power_cut();
+    pause_all_vcpus();
     nhc_state_power_loss(n);
     nhc_ba_power_loss(n);
     error_report("nvme-hybrid: power cut%s; QEMU stops", n->ba ? ", BA window saved" : "");
