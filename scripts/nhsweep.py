@@ -57,7 +57,7 @@ def _word(name, v):
 
 
 OPTIONS = {"qd": _int_pos, "limit": _int_pos, "fill": _fraction, "capacity": _size,
-           "skip-bad": _flag, "fit": _word}
+           "skip-bad": _flag, "no-drain": _flag, "fit": _word}
 
 
 def sim_args(options):

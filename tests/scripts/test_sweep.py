@@ -252,3 +252,32 @@ def test_compare_buffers_local_and_cluster(tmp_path, cluster):
     res = out["local"]["results"]
     assert len(res) == 8 and not any("error" in r for r in res)
     assert {r["policy"] for r in res} == {"lru", "bplru"}
+
+
+def test_compare_buffers_fill_and_drain(tmp_path):
+    """--fill and --no-drain reach the simulator: by default each run is filled and drained
+    (what the buffer holds at the end is programmed and counted), --no-drain leaves it
+    unwritten, --fill 0 starts on an empty device; results.json and results.md say which."""
+    args = [os.path.join(SCRIPTS, "compare-buffers"), "--sim", SIM, "--sizes", "8",
+            "--ftls", "fast", "--policies", "bplru", "--variants", "", "--traces", "financial",
+            "--requests", "3000", "--limit", "3000", "--loops", "qd8", "--no-plots",
+            "--jobs", "1"]
+    runs = {}
+    for name, extra in (("default", []), ("no-drain", ["--no-drain"]), ("empty", ["--fill", "0"])):
+        d = tmp_path / name
+        r = subprocess.run([sys.executable, *args, "--out", str(d), *extra], capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads((d / "results.json").read_text())
+        (res,) = doc["results"]
+        runs[name] = (doc, res, pd.read_parquet(d / "sweep.parquet")["options"][0],
+                      (d / "results.md").read_text())
+    doc, res, opts, md = runs["default"]
+    assert (doc["fill"], doc["drain"]) == (1.0, True) and "--fill 1.0" in opts
+    assert "--no-drain" not in opts and "--fill 1, 3000 requests" in md
+    doc, undrained, opts, md = runs["no-drain"]
+    assert doc["drain"] is False and "--no-drain" in opts and ", --no-drain," in md
+    assert undrained["drain_erases"] == 0 and undrained["waf"] < res["waf"]
+    assert undrained["response_us"] == res["response_us"]   # the drain is after the last request
+    doc, _, opts, md = runs["empty"]
+    assert doc["fill"] == 0 and "--fill" not in opts and "no --fill" in md
