@@ -27,6 +27,7 @@
 #include "qemu/units.h"
 #include "exec/memory.h"
 #include "exec/ram_addr.h"
+#include "system/tcg.h"
 
 #include "nvme-hybrid.h"
 #include "trace.h"
@@ -102,20 +103,36 @@ static uint64_t nhc_ba_changed_bytes(NhcCtrl *n, uint64_t off, uint64_t len)
     return bytes;
 }
 
-/* Bytes the host has written to the window since the last call.  Clearing the dirty bits
+/*
+ * Bytes the host has written to the window since the last call.  Clearing the dirty bits
  * costs a walk of every vCPU's TLB, so it is done only when a page is dirty (not for the
- * polling reads of a pending persist); the snapshot is then read a chunk of pages at a time. */
+ * polling reads of a pending persist); the snapshot is then read a chunk of pages at a time.
+ *
+ * Runs inside a vCPU's register read, so it must not let go of the BQL: the memory API's
+ * memory_region_snapshot_and_clear_dirty() ends with a dirty-log "after sync" that, under
+ * TCG, waits for every other vCPU to leave its translation block (run_on_cpu) with the BQL
+ * released.  Meanwhile this read still holds the device's reentrancy guard, so the other
+ * vCPUs' register accesses, doorbells among them, were refused and their commands lost.  The
+ * physical-memory snapshot below clears the bits and the vCPUs' TLB write flags without
+ * waiting.  What that wait bought is not needed here: a store racing with this read on
+ * another vCPU is not ordered before the barrier anyway, and its line still differs from the
+ * shadow, so it is counted when its page is next written.
+ */
 static uint64_t nhc_ba_new_bytes(NhcCtrl *n)
 {
     uint64_t chunk = NHC_BA_CHUNK_PAGES * TARGET_PAGE_SIZE, bytes = 0;
     DirtyBitmapSnapshot *snap;
 
+    if (!tcg_enabled()) {
+        /* KVM keeps the bits in the kernel until they are synced; TCG sets them itself. */
+        memory_global_dirty_log_sync(false);
+    }
     if (!cpu_physical_memory_get_dirty(memory_region_get_ram_addr(&n->ba_ram), n->ba_size,
                                        DIRTY_MEMORY_VGA)) {
         return 0;
     }
-    snap = memory_region_snapshot_and_clear_dirty(&n->ba_ram, 0, n->ba_size,
-                                                  DIRTY_MEMORY_VGA);
+    snap = cpu_physical_memory_snapshot_and_clear_dirty(&n->ba_ram, 0, n->ba_size,
+                                                        DIRTY_MEMORY_VGA);
     for (uint64_t c = 0; c < n->ba_size; c += chunk) {
         if (!memory_region_snapshot_get_dirty(&n->ba_ram, snap, c, MIN(chunk, n->ba_size - c))) {
             continue;

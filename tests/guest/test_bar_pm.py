@@ -223,3 +223,31 @@ def test_corrupted_save_is_detected(share, tmp_path):
     # (nvme-cli prints the status without the phase bit)
     assert int(ours[0]["status_field"]) & 0x7FF == 0x281, ours
     assert os.path.exists(ba_file + ".bad")
+
+
+# One vCPU persists through the window in a loop (each persist ends in a read of PMRSTS) while
+# the other drives block I/O.  The persist cost model once cleared the window's dirty bits with
+# a call that, under multi-threaded TCG, waits for every other vCPU with the BQL released: the
+# PMRSTS read then held the device's reentrancy guard while the other vCPU's doorbell writes
+# were refused ("Blocked re-entrant IO"), and its commands were lost until the kernel's timeout.
+PERSIST_BESIDE_IO = r"""#guest
+taskset -c 0 ba-bench --ops 1000000 --block-ops 1 $DEV > /dev/null 2>&1 &
+bench=$!
+sleep 2
+taskset -c 1 fio --name=io --filename=$DEV --size=64M --rw=randwrite --bs=4k --direct=1 \
+    --ioengine=libaio --iodepth=8 --loops=4 --verify=crc32c --verify_fatal=1 \
+    --output-format=json > $S/fio.json
+kill -0 $bench && echo running > $S/bench-alive
+kill $bench
+dmesg > $S/dmesg
+"""
+
+
+def test_persists_beside_block_io_lose_no_doorbell(share):
+    status, out = vm(PERSIST_BESIDE_IO, share=share, timeout=400)
+    check(status, out)
+    assert "Blocked re-entrant IO" not in out
+    assert (share / "bench-alive").exists(), "the persist loop ended before the I/O did"
+    job = json.loads((share / "fio.json").read_text())["jobs"][0]
+    assert job["error"] == 0 and job["write"]["io_bytes"] == 4 * 64 * MIB
+    assert " timeout" not in (share / "dmesg").read_text()
