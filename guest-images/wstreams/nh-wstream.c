@@ -11,6 +11,7 @@
  * write_stream.
  */
 #define _GNU_SOURCE             /* O_DIRECT, strerrorname_np */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -108,7 +109,7 @@ static uint64_t size_arg(const char *what, const char *s)
         shift = u && *u ? 10 * (int)(u - units + 1) : -1;
         end += shift >= 0;
     }
-    if (errno || !*s || *s == '-' || *end || shift < 0 || v > (UINT64_MAX >> shift)) {
+    if (errno || !isdigit((unsigned char)*s) || *end || shift < 0 || v > (UINT64_MAX >> shift)) {
         die(2, "%s: not a size: '%s'", what, s);
     }
     return v << shift;
@@ -192,7 +193,7 @@ int main(int argc, char **argv)
     dev = argv[1];
     errno = 0;
     stream = strtoull(argv[2], &end, 10);
-    if (errno || !*argv[2] || *end || argv[2][0] == '-' || stream > UINT8_MAX) {
+    if (errno || !isdigit((unsigned char)argv[2][0]) || *end || stream > UINT8_MAX) {
         die(2, "STREAM '%s': the SQE's write_stream is 8 bits, 0..255", argv[2]);
     }
     off = size_arg("OFFSET", argv[3]);

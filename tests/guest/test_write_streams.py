@@ -48,7 +48,8 @@ for step in %(steps)s; do
     at=$((at + %(mib)d * 1048576))
 done
 rc=0
-nh-wstream $DEV $(( $(cat $Q/max_write_streams) + 1 )) $at 4K > $S/beyond.out 2> $S/beyond.err || rc=$?
+beyond=$(( $(cat $Q/max_write_streams) + 1 ))
+nh-wstream $DEV $beyond $at 4K > $S/beyond.out 2> $S/beyond.err || rc=$?
 echo $rc > $S/beyond.rc
 snap beyond
 """ % {"steps": " ".join(f"{name}:{s}" for name, s, _ in STEPS), "mib": MIB}
