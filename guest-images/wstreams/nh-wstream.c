@@ -234,16 +234,23 @@ int main(int argc, char **argv)
     ring_setup(&r, DEPTH);
     for (uint64_t at = off; at < off + size && first_bad == UINT64_MAX; ) {
         unsigned n = 0;
+        long took;
 
         for (; n < DEPTH && at < off + size; n++, at += bs) {
             queue_write(&r, fd, buf, bs, at, stream);
         }
-        if (syscall(__NR_io_uring_enter, r.fd, n, n, IORING_ENTER_GETEVENTS, NULL, 0) != n) {
+        /* wait for all n: a write that fails completes with its error, the rest still run */
+        took = syscall(__NR_io_uring_enter, r.fd, n, n, IORING_ENTER_GETEVENTS, NULL, 0);
+        if (took < 0) {
             die(1, "io_uring_enter: %s", strerror(errno));
+        }
+        if (took != n) {
+            die(1, "io_uring_enter took %ld of %u writes", took, n);
         }
         for (uint32_t head = *r.cq_head; n; n--, head++) {
             struct io_uring_cqe *c;
 
+            /* a signal can end the wait before every write completed */
             while (head == __atomic_load_n(r.cq_tail, __ATOMIC_ACQUIRE)) {
                 if (syscall(__NR_io_uring_enter, r.fd, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0) {
                     die(1, "io_uring_enter: %s", strerror(errno));
