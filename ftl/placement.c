@@ -220,7 +220,7 @@ uint32_t nh_placement_k(const NhPlacement *p)
     return p->ds ? nh_dstream_k(p->ds) : p->nstreams;
 }
 
-static uint32_t front_of_stream(const NhPlacement *p, uint32_t s)
+uint32_t nh_placement_front_of(const NhPlacement *p, uint32_t s)
 {
     return s ? p->first_front + s - 1 : p->host_front;
 }
@@ -304,7 +304,7 @@ uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool ove
         s = 1 + (tag - 1u) % (p->nstreams - 1);
     }
     p->ctr[NH_PC_HOST_PAGES + s]++;
-    return front_of_stream(p, s);
+    return nh_placement_front_of(p, s);
 }
 
 /* The physical stream tag @tag writes to now: nh_placement_front's rule without a page. */
@@ -318,7 +318,7 @@ static uint32_t stream_of_tag(const NhPlacement *p, uint16_t tag)
 
 uint64_t nh_placement_unit(const NhPlacement *p, NhBlocks *b, uint16_t tag, bool close)
 {
-    uint32_t front = front_of_stream(p, stream_of_tag(p, tag));
+    uint32_t front = nh_placement_front_of(p, stream_of_tag(p, tag));
 
     return close ? nh_blocks_front_close(b, front) : nh_blocks_front_left(b, front);
 }

@@ -81,6 +81,8 @@ void nh_placement_free(NhPlacement *p);
 /* The frontier for page @lpn written with tag @tag; @overwrite: it held valid data (an update,
  * DStream's valid-bitmap update count).  Counts the page. */
 uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool overwrite);
+/* The frontier of physical stream @s. */
+uint32_t nh_placement_front_of(const NhPlacement *p, uint32_t s);
 /* The physical stream frontier @front serves, NH_STREAM_GC for any other (the GC frontier). */
 uint32_t nh_placement_stream_of(const NhPlacement *p, uint32_t front);
 void nh_placement_release(NhPlacement *p, uint16_t id);
