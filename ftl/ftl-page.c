@@ -176,15 +176,6 @@ static uint32_t page_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t
     return nh_blocks_min_spare(cfg, lpages, npu, NFRONT + nh_placement_max_streams(cfg) - 1, 1);
 }
 
-/* DStream changed k: the buffers of the streams merged away are programmed at once (their memory
- * is free from now on); the page FTL has no mapping cache to give it to. */
-static uint64_t page_k_changed(void *ctx, uint32_t k)
-{
-    PageFtl *f = ctx;
-    nh_stage_shrink(&f->stage, k, f->b.now);
-    return 0;
-}
-
 static void *page_create(const NhFtlEnv *env, GError **errp)
 {
     PageFtl *f = g_new0(PageFtl, 1);
@@ -220,10 +211,6 @@ static void *page_create(const NhFtlEnv *env, GError **errp)
         return NULL;
     }
     nh_stage_init(&f->stage, env, &f->b, f->l2p, f->pl, FRONT_HOST, page_put, f);
-    if (f->pl && f->pl->ds) {
-        f->pl->k_changed = page_k_changed;
-        f->pl->ctx = f;
-    }
     return f;
 }
 

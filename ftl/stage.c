@@ -135,6 +135,16 @@ void nh_stage_drop(NhStage *s, uint64_t lpn)
     }
 }
 
+/* DStream left @k physical streams (a merge): the buffers of streams k and above are programmed
+ * at @t, padded, the page that ended the timestamp included (it was placed before the merge);
+ * docs/placement.md, "A merged stream's buffer". */
+static void shrink(NhStage *s, uint32_t k, uint64_t t)
+{
+    for (uint32_t bi = k; bi < s->nbuf; bi++) {
+        force(s, bi, t);
+    }
+}
+
 /* The buffer (physical stream) page @lpn of @w goes to; counts it for placement. */
 static uint32_t buffer_for(NhStage *s, const NhFtlWrite *w, uint64_t lpn, bool held)
 {
@@ -186,6 +196,9 @@ uint64_t nh_stage_write(NhStage *s, const NhFtlWrite *w, uint64_t now)
         g_hash_table_insert(s->slot, LPN_KEY(lpn), GUINT_TO_POINTER(bi * s->unit + sb->n + 1));
         sb->n++;
     }
+    if (s->pl) {
+        shrink(s, nh_placement_k(s->pl), ack);
+    }
     if (!w->fua) {
         return ack;
     }
@@ -221,12 +234,6 @@ void nh_stage_background(NhStage *s, uint64_t now)
     }
 }
 
-void nh_stage_shrink(NhStage *s, uint32_t k, uint64_t t)
-{
-    for (uint32_t bi = k; bi < s->nbuf && s->unit; bi++) {
-        force(s, bi, t);
-    }
-}
 
 char *nh_stage_check(const NhStage *s, uint64_t lpages)
 {

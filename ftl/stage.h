@@ -15,6 +15,7 @@
  *  - The FTL's put hook makes a programmed page the mapping of its lpn: it is given the page
  *    allocated on the stream's frontier and the time the unit's program may start, and returns
  *    when the page's program ends.
+ *  - When DStream merges streams away, their buffers are programmed at once (padded).
  *  - Nothing here is saved: front ends drain (nh_stage_flush through the FTL's flush) before a
  *    clean save, and the buffers are capacitor-protected, so power loss loses nothing.
  */
@@ -75,9 +76,6 @@ void nh_stage_drop(NhStage *s, uint64_t lpn);
 uint64_t nh_stage_flush(NhStage *s, uint64_t t);
 /* The bounded wait: units whose first page waited one tPROG by @now are programmed. */
 void nh_stage_background(NhStage *s, uint64_t now);
-/* DStream left @k physical streams: the buffers of streams k and above are programmed at @t
- * (docs/placement.md, "A merged stream's buffer"). */
-void nh_stage_shrink(NhStage *s, uint32_t k, uint64_t t);
 char *nh_stage_check(const NhStage *s, uint64_t lpages);
 
 #endif

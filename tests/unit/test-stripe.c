@@ -93,7 +93,7 @@ static void test_one_shot(void)
                    "pages needs cell=tlc, got cell=slc");
     expect_refused("cell=tlc,one-shot=on", "one-shot: pages (256) must be a multiple of 3");
     expect_refused("cell=tlc,pages=384,one-shot=on,ftl=fast", "one-shot: only ftl=page");
-    expect_refused("stripe-merge=on,ftl=dftl", "stripe-merge: only ftl=page");
+    expect_refused("stripe-merge=on,ftl=bast", "stripe-merge: only ftl=page and ftl=dftl");
 }
 
 /* A partial stripe waits at most one tPROG; the next request after that finds it programmed. */
