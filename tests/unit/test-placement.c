@@ -206,24 +206,42 @@ static void same(const char *a, const char *b, const char *path)
     json_node_unref(y);
 }
 
-/* Streams open and DStream's clusters survive a save and a load. */
-static void state_with(const char *props)
+/* The statistics of @a and @b are equal at @path. */
+static void same_stats(NhEngine *a, NhEngine *b, const char *path)
+{
+    char *want = nh_engine_stats_json(a, false), *got = nh_engine_stats_json(b, false);
+
+    same(want, got, path);
+    g_free(want);
+    g_free(got);
+}
+
+/* Save @a and load the image into @b, through a temporary file. */
+static void save_load(NhEngine *a, NhEngine *b)
 {
     char *dir = g_dir_make_tmp("nh-placement-XXXXXX", NULL);
     char *path = g_build_filename(dir, "state", NULL);
+
+    g_assert_true(nh_engine_save(a, path, NULL, 0, NULL));
+    g_assert_true(nh_engine_load(b, path, NULL, NULL, NULL));
+    g_unlink(path);
+    g_rmdir(dir);
+    g_free(path);
+    g_free(dir);
+}
+
+/* Streams open and DStream's clusters survive a save and a load. */
+static void state_with(const char *props)
+{
     NhEngine *a = unit_engine(props, 8 * MIB), *b = unit_engine(props, 8 * MIB);
-    char *want, *got;
 
     for (int i = 0; i < 6000; i++) {
         io(a, NH_OP_WRITE, (uint64_t)(i * 7919) % 2000, 1, (uint16_t)(1 + i % 3));
     }
     nh_engine_stream_release(a, 3);
-    g_assert_true(nh_engine_save(a, path, NULL, 0, NULL));
-    g_assert_true(nh_engine_load(b, path, NULL, NULL, NULL));
+    save_load(a, b);
     unit_check(b);
-    want = nh_engine_stats_json(a, false);
-    got = nh_engine_stats_json(b, false);
-    same(want, got, "ftl.placement");
+    same_stats(a, b, "ftl.placement");
     g_assert_cmpuint(unit_stat(b, "ftl.placement", "open_streams"), ==, 2);
     for (uint64_t lpn = 0; lpn < 2000; lpn++) {
         g_assert_cmpint(a->ops->stream_of(a->ftl, lpn), ==, b->ops->stream_of(b->ftl, lpn));
@@ -239,18 +257,8 @@ static void state_with(const char *props)
         io(b, NH_OP_WRITE, (uint64_t)(i * 104729) % 2000, 1, (uint16_t)(1 + i % 2));
     }
     unit_check(b);
-    g_free(want);
-    g_free(got);
-    want = nh_engine_stats_json(a, false);
-    got = nh_engine_stats_json(b, false);
-    same(want, got, "ftl.placement.host_pages");
-    same(want, got, "ftl.placement.k_series");
-    g_unlink(path);
-    g_rmdir(dir);
-    g_free(want);
-    g_free(got);
-    g_free(path);
-    g_free(dir);
+    same_stats(a, b, "ftl.placement.host_pages");
+    same_stats(a, b, "ftl.placement.k_series");
     nh_engine_free(a);
     nh_engine_free(b);
 }
@@ -275,12 +283,9 @@ static void not_lost(void *opaque, uint64_t offset, uint64_t length)
  * state loads, and the two engines continue alike. */
 static void staged_state(const char *props)
 {
-    char *dir = g_dir_make_tmp("nh-placement-XXXXXX", NULL);
-    char *path = g_build_filename(dir, "state", NULL);
     NhEngine *a = unit_engine(props, 8 * MIB), *b = unit_engine(props, 8 * MIB);
     uint32_t k = nh_placement_max_streams(nh_engine_config(a));
     uint64_t padding;
-    char *want, *got;
 
     for (int i = 0; i < 6000; i++) {
         io(a, NH_OP_WRITE, (uint64_t)(i * 7919) % 2000, 1, (uint16_t)(1 + i % 3));
@@ -300,12 +305,9 @@ static void staged_state(const char *props)
         g_assert_cmpint(a->ops->stream_of(a->ftl, 2000 + t), ==, fixed_stream(t, k));
     }
     staging_accounted(a);
-    g_assert_true(nh_engine_save(a, path, NULL, 0, NULL));
-    g_assert_true(nh_engine_load(b, path, NULL, NULL, NULL));
+    save_load(a, b);
     unit_check(b);
-    want = nh_engine_stats_json(a, false);
-    got = nh_engine_stats_json(b, false);
-    same(want, got, "ftl");
+    same_stats(a, b, "ftl");
     for (int i = 0; i < 3000; i++) {
         io(a, NH_OP_WRITE, (uint64_t)(i * 104729) % 2003, 1, (uint16_t)(i % 3));
         io(b, NH_OP_WRITE, (uint64_t)(i * 104729) % 2003, 1, (uint16_t)(i % 3));
@@ -317,17 +319,7 @@ static void staged_state(const char *props)
     for (uint64_t lpn = 0; lpn < 2003; lpn++) {
         g_assert_cmpint(a->ops->stream_of(a->ftl, lpn), ==, b->ops->stream_of(b->ftl, lpn));
     }
-    g_free(want);
-    g_free(got);
-    want = nh_engine_stats_json(a, false);
-    got = nh_engine_stats_json(b, false);
-    same(want, got, "ftl.placement.host_pages");
-    g_unlink(path);
-    g_rmdir(dir);
-    g_free(want);
-    g_free(got);
-    g_free(path);
-    g_free(dir);
+    same_stats(a, b, "ftl.placement.host_pages");
     nh_engine_free(a);
     nh_engine_free(b);
 }
