@@ -13,6 +13,8 @@
  *    copies go to the FTL's one GC frontier, whatever stream the victim was written by.
  *  - The placement keys and counters are shared by every FTL that places: they are listed once
  *    (config.c, stats.c) after the FTLs' own.
+ *  - With one-shot or stripe-merge staging (stage.h) every physical stream stages in a buffer
+ *    of its own; with staging on, stream-buffer must hold one (nh_placement_check).
  */
 #ifndef NH_PLACEMENT_H
 #define NH_PLACEMENT_H
