@@ -616,12 +616,14 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
     }
     if (cfg->one_shot == NH_ON && !(features & NH_FTL_ONE_SHOT)) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "one-shot: only ftl=page stages word lines, got ftl=%s", cfg->ftl);
+                    "one-shot: only ftl=page and ftl=dftl stage word lines, got ftl=%s",
+                    cfg->ftl);
         return false;
     }
     if (nh_config_uint(cfg, "stripe-merge") == NH_ON && !(features & NH_FTL_STRIPE_MERGE)) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "stripe-merge: only ftl=page merges writes into stripes, got ftl=%s",
+                    "stripe-merge: only ftl=page and ftl=dftl merge writes into stripes, got "
+                    "ftl=%s",
                     cfg->ftl);
         return false;
     }

@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "ftl.h"
 #include "placement.h"
+#include "stage.h"
 #include "nand.h"
 #include "stats.h"
 #include "buffer.h"

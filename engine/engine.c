@@ -177,6 +177,7 @@ NhFtlEnv nh_engine_ftl_env(NhEngine *eng)
         .lpages = eng->lpages,
         .counters = nh_stats_policy_counters(&eng->stats, eng->ops->counters),
         .placement = nh_stats_policy_counters(&eng->stats, nh_placement_counters),
+        .staging = nh_stats_policy_counters(&eng->stats, nh_stage_counters),
     };
 }
 

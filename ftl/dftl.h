@@ -6,7 +6,7 @@
 #define NH_DFTL_H
 
 #include "blocks.h"
-#include "placement.h"
+#include "stage.h"
 
 enum { FRONT_HOST, FRONT_GC, FRONT_TRANS, NFRONT };
 enum { KIND_DATA, KIND_TRANS };
@@ -40,6 +40,7 @@ typedef struct Dftl {
     uint32_t  *hash;        /* entry + 1, 0 empty */
     uint32_t   hmask;
     NhPlacement *pl;        /* NULL: placement off */
+    NhStage    stage;       /* one-shot / stripe-merge staging (stage.h) */
     uint64_t   mem, sbuf;   /* DStream: device memory, a stream's buffer (mem 0: cmt-size) */
 } Dftl;
 

@@ -27,6 +27,11 @@
  * changes it grows, or shrinks by evicting its least recently used entries (dirty ones written
  * back as above) at once.
  *
+ * With one-shot or stripe-merge, host pages are staged as in the page FTL (stage.h), one buffer
+ * per physical stream; a staged page's entry is looked up (and made dirty) when its unit is
+ * programmed, since that is when its mapping changes.  A read of a staged page is served from
+ * the buffer without a lookup.
+ *
  * The model keeps the whole current mapping in l2p (as the page FTL does) because it is what
  * flash plus cache hold together: a mapping not dirty in the CMT equals its translation page on
  * flash, so the translation pages' contents need not be stored separately.
@@ -200,7 +205,33 @@ static uint32_t dftl_where(void *opaque, uint8_t kind, uint32_t owner)
 static void dftl_background(void *opaque, uint64_t now, bool defer)
 {
     Dftl *f = opaque;
+    nh_stage_background(&f->stage, now);
     nh_blocks_background(&f->b, now, defer);
+}
+
+/* Page @lpn now lives on @ppn; @idx is its cached entry, which becomes dirty. */
+static void set_mapping(Dftl *f, uint64_t lpn, uint32_t ppn, uint32_t idx)
+{
+    f->l2p[lpn] = ppn + 1;
+    nh_blocks_map(&f->b, (uint32_t)lpn, ppn);
+    nh_touch(f->touched, lpn);
+    dftl_set_dirty(f, idx);      /* GC never evicts, so idx still names lpn's entry */
+}
+
+/* A staged page is programmed on @ppn at @t: its entry is looked up first (the program waits
+ * for a miss's translation read), then changed. */
+static uint64_t dftl_put(void *ctx, uint64_t lpn, uint32_t ppn, uint64_t t)
+{
+    Dftl *f = ctx;
+    uint32_t idx, old1;
+    uint64_t end = nh_nand_program(f->b.nand, ppn, cmt_get(f, (uint32_t)lpn, t, &idx));
+
+    old1 = f->l2p[lpn];     /* after the allocation and the lookup: GC may have moved it */
+    if (old1) {
+        nh_blocks_invalidate(&f->b, old1 - 1);
+    }
+    set_mapping(f, lpn, ppn, idx);
+    return end;
 }
 
 static uint64_t dftl_read(void *opaque, uint64_t lpn, uint64_t npages, uint64_t now)
@@ -211,7 +242,12 @@ static uint64_t dftl_read(void *opaque, uint64_t lpn, uint64_t npages, uint64_t 
     f->b.now = now;
     for (uint64_t i = 0; i < npages; i++) {
         uint32_t idx, ppn1;
-        uint64_t t = cmt_get(f, (uint32_t)(lpn + i), now, &idx);
+        uint64_t t;
+
+        if (nh_stage_holds(&f->stage, lpn + i)) {
+            continue;   /* served from the staging buffer */
+        }
+        t = cmt_get(f, (uint32_t)(lpn + i), now, &idx);
         ppn1 = f->l2p[lpn + i];
         if (ppn1) {
             t = nh_nand_read(f->b.nand, ppn1 - 1, t);
@@ -226,6 +262,9 @@ static uint64_t dftl_write(void *opaque, const NhFtlWrite *w, uint64_t now)
     Dftl *f = opaque;
     uint64_t done = now;
 
+    if (f->stage.unit) {
+        return nh_stage_write(&f->stage, w, now);
+    }
     f->b.now = now;
     for (uint64_t i = 0; i < w->npages; i++) {
         uint64_t lpn = w->lpn + i;
@@ -237,10 +276,7 @@ static uint64_t dftl_write(void *opaque, const NhFtlWrite *w, uint64_t now)
 
         t = nh_blocks_host_write(&f->b, f->l2p, w, i, front, start, &ppn);
         done = t > done ? t : done;
-        f->l2p[lpn] = ppn + 1;
-        nh_blocks_map(&f->b, (uint32_t)lpn, ppn);
-        nh_touch(f->touched, lpn);
-        dftl_set_dirty(f, idx);      /* GC never evicts, so idx still names lpn's entry */
+        set_mapping(f, lpn, ppn, idx);
     }
     return done;
 }
@@ -258,6 +294,7 @@ static uint64_t dftl_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t 
         bool rewrite = false;
         for (; lpn < stop; lpn++) {
             uint32_t ppn1 = f->l2p[lpn], i;
+            nh_stage_drop(&f->stage, lpn);
             if (!ppn1) {
                 continue;
             }
@@ -280,16 +317,16 @@ static uint64_t dftl_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t 
 
 static uint64_t dftl_flush(void *opaque, uint64_t now)
 {
-    (void)opaque;
-    /* data is on NAND when a write completes; the CMT is part of the device's protected
-     * memory (as the mapping table of any FTL), so a flush writes nothing back */
-    return now;
+    Dftl *f = opaque;
+    /* only staged pages are not on NAND yet; the CMT is part of the device's protected
+     * memory (as the mapping table of any FTL), so a flush writes nothing of it back */
+    return nh_stage_flush(&f->stage, now);
 }
 
 static bool dftl_is_mapped(void *opaque, uint64_t lpn)
 {
     Dftl *f = opaque;
-    return f->l2p[lpn] != 0;
+    return f->l2p[lpn] != 0 || nh_stage_holds(&f->stage, lpn);
 }
 
 static void dftl_destroy(void *opaque)
@@ -301,6 +338,7 @@ static void dftl_destroy(void *opaque)
     nh_blocks_destroy(&f->b);
     nh_lazy_free(f->l2p, f->env.lpages, sizeof(uint32_t));
     nh_placement_free(f->pl);
+    nh_stage_destroy(&f->stage);
     nh_lazy_free(f->e, f->maxcap, sizeof(Entry));
     nh_lazy_free(f->hash, (size_t)f->hmask + 1, sizeof(uint32_t));
     g_free(f->touched);
@@ -340,7 +378,8 @@ static uint32_t cap_for(const Dftl *f, uint32_t k)
     return (uint32_t)MIN(bytes / ENTRY_BYTES, f->env.lpages);
 }
 
-/* DStream changed k: the CMT takes the memory the streams' buffers leave. */
+/* DStream changed k: the CMT takes the memory the streams' buffers leave (a merged stream's
+ * buffer is programmed right after the page that ended the timestamp is staged, stage.c). */
 static uint64_t dftl_k_changed(void *ctx, uint32_t k)
 {
     Dftl *f = ctx;
@@ -422,6 +461,7 @@ static void *dftl_create(const NhFtlEnv *env, GError **errp)
     f->stamp = g_new0(uint32_t, f->ntp);
     f->batch = g_new(uint32_t, MAX(f->b.pages, 1));
     f->lru_head = f->lru_tail = NH_NONE;
+    nh_stage_init(&f->stage, env, &f->b, f->l2p, f->pl, FRONT_HOST, dftl_put, f);
     return f;
 }
 
@@ -518,6 +558,9 @@ static char *dftl_check(void *opaque)
     if (!err) {
         err = dftl_check_cmt(f);
     }
+    if (!err) {
+        err = nh_stage_check(&f->stage, f->env.lpages);
+    }
     return err ? err : nh_blocks_check(&f->b);
 }
 
@@ -536,11 +579,13 @@ static uint64_t dftl_stream_unit(void *opaque, uint16_t tag, bool close)
 static int dftl_stream_of(void *opaque, uint64_t lpn)
 {
     Dftl *f = opaque;
-    return nh_placement_page_stream(f->pl, &f->b, f->l2p[lpn]);
+    return nh_stage_holds(&f->stage, lpn) ? -1 : nh_placement_page_stream(f->pl, &f->b,
+                                                                          f->l2p[lpn]);
 }
 
 const NhFtlOps nh_ftl_dftl_ops = {
-    .features = NH_FTL_PLACEMENT | NH_FTL_CMT_RESIZE | NH_FTL_DYNAMIC_ALLOC,
+    .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE | NH_FTL_PLACEMENT | NH_FTL_CMT_RESIZE |
+                NH_FTL_DYNAMIC_ALLOC,
     .stream_release = dftl_stream_release,
     .stream_of = dftl_stream_of,
     .keys = dftl_keys,

@@ -8,7 +8,8 @@
  * new writes.  A host write never takes a plane's last free block: it is the GC reserve.
  *
  * With placement (placement.h) each physical stream beyond the first has a host frontier of its
- * own after these two; GC copies of every stream share the GC frontier.
+ * own after these two; GC copies of every stream share the GC frontier.  Staging (stage.h) then
+ * keeps one buffer per physical stream.
  *
  * Pages a request programs are issued to the NAND model as one batch, so that pages on the
  * same die, in different planes, at the same page offset become one multi-plane program (or
@@ -16,67 +17,23 @@
  * programmed a staging unit at a time: a full stripe (one page, with one-shot one word line,
  * on every plane), or with one-shot alone one word line.  docs/engine.md has the rules.
  */
-#include "blocks.h"
 #include "mem.h"
-#include "placement.h"
+#include "stage.h"
 
 enum { FRONT_HOST, FRONT_GC, NFRONT };
-
-static const char *const switch_names[] = { "off", "on", NULL };
-
-/* The page FTL's own keys: one-shot is the NAND's (a word line's pages programmed at once),
- * stripe-merge is the staging policy of this FTL alone. */
-static const NhConfigKey page_keys[] = {
-    { "stripe-merge", NH_KEY_ENUM, 0, 0, "off", 0, 0, switch_names, false,
-      "ftl=page: stage writes until a full stripe (a page, with one-shot a word line, on every "
-      "plane) and program it at once (seed 001); flush, FUA or one t-prog of waiting forces a "
-      "partial stripe out" },
-    { NULL },
-};
-
-/* The staging counters (docs/statistics.md), in env.counters */
-enum { STRIPE_MERGES, STRIPE_PARTIAL, STRIPE_PAGES, STRIPE_OVERWRITES, STRIPE_PADDING };
-static const NhStat page_counters[] = {
-    [STRIPE_MERGES] = { .path = "ftl.stripe_merges" },
-    [STRIPE_PARTIAL] = { .path = "ftl.stripe_partial" },
-    [STRIPE_PAGES] = { .path = "ftl.stripe_pages" },
-    [STRIPE_OVERWRITES] = { .path = "ftl.stripe_overwrites" },
-    [STRIPE_PADDING] = { .path = "ftl.stripe_padding" },
-    { .path = NULL },
-};
-
-/*
- * The staging buffer: device DRAM the capacitors protect, so a staged write completes when its
- * pages are in it.  Two halves: one fills while the other's pages are programmed, and a half
- * is free again only when its program has ended (a controller keeps the data until the program
- * has succeeded, to rewrite it elsewhere if it fails).
- */
-typedef struct Stage {
-    uint32_t    unit;       /* pages programmed together; 0 = no staging */
-    uint32_t    n;          /* pages staged in the filling half */
-    uint64_t   *lpn;        /* [unit] in arrival order */
-    GHashTable *slot;       /* lpn + 1 -> index + 1 */
-    uint64_t    first;      /* when the first of them was staged */
-    uint64_t    ready;      /* their read-modify-write reads end */
-    uint64_t    free_at[2]; /* each half is free from then on */
-    uint32_t    cur;        /* the filling half */
-    uint64_t    wait;       /* the longest a page stays staged: one tPROG */
-} Stage;
 
 typedef struct PageFtl {
     NhBlocks   b;
     NhFtlEnv   env;
     uint32_t  *l2p;
     uint64_t  *touched;     /* chunks of l2p ever mapped, for save */
-    Stage      stage;
+    NhStage    stage;
     NhPlacement *pl;        /* NULL: placement off */
 } PageFtl;
 
-#define LPN_KEY(lpn) GSIZE_TO_POINTER((gsize)(lpn) + 1)
-
 static inline bool staged(const PageFtl *f, uint64_t lpn)
 {
-    return f->stage.unit && g_hash_table_contains(f->stage.slot, LPN_KEY(lpn));
+    return nh_stage_holds(&f->stage, lpn);
 }
 
 static void map(PageFtl *f, uint64_t lpn, uint32_t ppn)
@@ -106,58 +63,25 @@ static uint32_t page_where(void *opaque, uint8_t kind, uint32_t owner)
     return f->l2p[owner];
 }
 
-/* Program the filling half at @t (its pages all staged by then): allocate each page a frontier
- * page, one-shot word lines padded with pages that hold nothing, all in one NAND batch. */
-static uint64_t program_stage(PageFtl *f, uint64_t t)
+/* A staged page is programmed on @ppn at @t: it becomes the page's mapping. */
+static uint64_t page_put(void *ctx, uint64_t lpn, uint32_t ppn, uint64_t t)
 {
-    Stage *s = &f->stage;
-    NhNand *nand = f->b.nand;
-    uint32_t pad = (nand->wl - s->n % nand->wl) % nand->wl;
-    uint64_t done = t;
+    PageFtl *f = ctx;
+    uint64_t end = nh_nand_program(f->b.nand, ppn, t);
+    uint32_t old1 = f->l2p[lpn];    /* after the allocation: GC may have moved it */
 
-    t = MAX(t, s->ready);
-    f->b.now = t;
-    nh_nand_batch_begin(nand);
-    for (uint32_t i = 0; i < s->n + pad; i++) {
-        uint32_t ppn = nh_blocks_host_page(&f->b, FRONT_HOST);
-        uint64_t end = nh_nand_program(nand, ppn, t);
-        done = MAX(done, end);
-        if (i < s->n) {
-            uint32_t old1 = f->l2p[s->lpn[i]];  /* after the allocation: GC may move it */
-            if (old1) {
-                nh_blocks_invalidate(&f->b, old1 - 1);
-            }
-            map(f, s->lpn[i], ppn);
-        }
+    if (old1) {
+        nh_blocks_invalidate(&f->b, old1 - 1);
     }
-    nh_nand_batch_end(nand);
-    f->env.counters[s->n == s->unit ? STRIPE_MERGES : STRIPE_PARTIAL]++;
-    f->env.counters[STRIPE_PAGES] += s->n;
-    f->env.counters[STRIPE_PADDING] += pad;
-    g_hash_table_remove_all(s->slot);
-    s->n = 0;
-    s->ready = 0;
-    s->free_at[s->cur] = done;
-    s->cur ^= 1;
-    return done;
-}
-
-/* Program a partial staging unit (flush, FUA, bounded wait); @t if nothing is staged. */
-static uint64_t force_stage(PageFtl *f, uint64_t t)
-{
-    return f->stage.n ? program_stage(f, t) : t;
+    map(f, lpn, ppn);
+    return end;
 }
 
 static void page_background(void *opaque, uint64_t now, bool defer)
 {
     PageFtl *f = opaque;
-    Stage *s = &f->stage;
 
-    /* a page waits at most one tPROG for its stripe-mates: it then reaches NAND at most one
-     * program time later than it would have unmerged */
-    if (s->n && now >= s->first + s->wait) {
-        force_stage(f, s->first + s->wait);
-    }
+    nh_stage_background(&f->stage, now);
     nh_blocks_background(&f->b, now, defer);
 }
 
@@ -179,56 +103,13 @@ static uint64_t page_read(void *opaque, uint64_t lpn, uint64_t npages, uint64_t 
     return done;
 }
 
-/* Stage the pages of @w; completes when they are all in the staging buffer, or with FUA when
- * they are programmed. */
-static uint64_t staged_write(PageFtl *f, const NhFtlWrite *w, uint64_t now)
-{
-    Stage *s = &f->stage;
-    uint64_t ack = now, programmed = now;
-
-    for (uint64_t i = 0; i < w->npages; i++) {
-        uint64_t lpn = w->lpn + i;
-        bool partial = (i == 0 && w->head_partial) || (i == w->npages - 1 && w->tail_partial);
-
-        if (staged(f, lpn)) {
-            /* the staged copy takes the new data: no read, no program of its own */
-            f->env.counters[STRIPE_OVERWRITES]++;
-            continue;
-        }
-        if (s->n == s->unit) {
-            /* a full stripe is programmed only when a new page needs its room, so that writes
-             * to its pages until then (the rest of a page written in parts) still join it */
-            uint64_t t = program_stage(f, ack);
-            programmed = MAX(programmed, t);
-        }
-        ack = MAX(ack, s->free_at[s->cur]);
-        if (partial && f->l2p[lpn]) {
-            /* the rest of the page joins it in the buffer before the program */
-            uint64_t t = nh_nand_read(f->b.nand, f->l2p[lpn] - 1, ack);
-            s->ready = MAX(s->ready, t);
-            f->b.st->ftl_rmw_reads++;
-        }
-        if (!s->n) {
-            s->first = ack;
-        }
-        s->lpn[s->n] = lpn;
-        g_hash_table_insert(s->slot, LPN_KEY(lpn), GUINT_TO_POINTER(s->n + 1));
-        s->n++;
-    }
-    if (w->fua) {
-        uint64_t t = force_stage(f, ack);
-        return MAX(programmed, t);
-    }
-    return ack;
-}
-
 static uint64_t page_write(void *opaque, const NhFtlWrite *w, uint64_t now)
 {
     PageFtl *f = opaque;
     uint64_t done = now;
 
     if (f->stage.unit) {
-        return staged_write(f, w, now);
+        return nh_stage_write(&f->stage, w, now);
     }
     f->b.now = now;
     nh_nand_batch_begin(f->b.nand);
@@ -245,18 +126,6 @@ static uint64_t page_write(void *opaque, const NhFtlWrite *w, uint64_t now)
     return done;
 }
 
-/* Drop a trimmed page from the filling half: the last staged page takes its place. */
-static void unstage(Stage *s, uint64_t lpn)
-{
-    uint32_t i = GPOINTER_TO_UINT(g_hash_table_lookup(s->slot, LPN_KEY(lpn))) - 1;
-
-    g_hash_table_remove(s->slot, LPN_KEY(lpn));
-    if (i != --s->n) {
-        s->lpn[i] = s->lpn[s->n];
-        g_hash_table_insert(s->slot, LPN_KEY(s->lpn[i]), GUINT_TO_POINTER(i + 1));
-    }
-}
-
 static uint64_t page_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t now)
 {
     PageFtl *f = opaque;
@@ -264,9 +133,7 @@ static uint64_t page_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t 
     f->b.now = now;
     for (uint64_t i = 0; i < npages; i++) {
         uint32_t ppn1 = f->l2p[lpn + i];
-        if (staged(f, lpn + i)) {
-            unstage(&f->stage, lpn + i);
-        }
+        nh_stage_drop(&f->stage, lpn + i);
         if (ppn1) {
             nh_blocks_invalidate(&f->b, ppn1 - 1);
             f->l2p[lpn + i] = 0;
@@ -277,8 +144,9 @@ static uint64_t page_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t 
 
 static uint64_t page_flush(void *opaque, uint64_t now)
 {
+    PageFtl *f = opaque;
     /* only staged pages are not on NAND yet */
-    return force_stage(opaque, now);
+    return nh_stage_flush(&f->stage, now);
 }
 
 static bool page_is_mapped(void *opaque, uint64_t lpn)
@@ -297,10 +165,7 @@ static void page_destroy(void *opaque)
     nh_placement_free(f->pl);
     nh_lazy_free(f->l2p, f->env.lpages, sizeof(uint32_t));
     g_free(f->touched);
-    g_free(f->stage.lpn);
-    if (f->stage.slot) {
-        g_hash_table_destroy(f->stage.slot);
-    }
+    nh_stage_destroy(&f->stage);
     g_free(f);
 }
 
@@ -345,14 +210,7 @@ static void *page_create(const NhFtlEnv *env, GError **errp)
         page_destroy(f);
         return NULL;
     }
-    bool merge = nh_config_uint(env->cfg, "stripe-merge") == NH_ON;
-    if (merge || env->cfg->one_shot == NH_ON) {
-        NhNand *nand = env->nand;
-        f->stage.unit = nand->wl * (merge ? nand->g.npu : 1);
-        f->stage.lpn = g_new(uint64_t, f->stage.unit);
-        f->stage.slot = g_hash_table_new(g_direct_hash, g_direct_equal);
-        f->stage.wait = nand->t.t_prog;
-    }
+    nh_stage_init(&f->stage, env, &f->b, f->l2p, f->pl, FRONT_HOST, page_put, f);
     return f;
 }
 
@@ -390,18 +248,9 @@ static char *page_check(void *opaque)
 {
     PageFtl *f = opaque;
     char *err = nh_map_check(&f->b, f->l2p, f->env.lpages, 0, "lpn");
-    const Stage *s = &f->stage;
 
-    if (s->unit && (s->n > s->unit || g_hash_table_size(s->slot) != s->n)) {
-        return g_strdup_printf("%u pages staged of %u, %u in the index", s->n, s->unit,
-                               g_hash_table_size(s->slot));
-    }
-    for (uint32_t i = 0; i < s->n && !err; i++) {
-        if (s->lpn[i] >= f->env.lpages ||
-            GPOINTER_TO_UINT(g_hash_table_lookup(s->slot, LPN_KEY(s->lpn[i]))) != i + 1) {
-            err = g_strdup_printf("staged page %u (lpn %" G_GUINT64_FORMAT ") not indexed",
-                                  i, s->lpn[i]);
-        }
+    if (!err) {
+        err = nh_stage_check(&f->stage, f->env.lpages);
     }
     return err ? err : nh_blocks_check(&f->b);
 }
@@ -429,8 +278,8 @@ const NhFtlOps nh_ftl_page_ops = {
                 NH_FTL_DYNAMIC_ALLOC,
     .stream_release = page_stream_release,
     .stream_of = page_stream_of,
-    .keys = page_keys,
-    .counters = page_counters,
+    .keys = nh_stage_keys,
+    .counters = nh_stage_counters,
     .stream_unit = page_stream_unit,
     .name = "page",
     .create = page_create,

@@ -29,6 +29,7 @@ typedef struct NhFtlEnv {
     uint64_t  lpages;       /* logical pages in the space */
     uint64_t *counters;     /* the FTL's own counters, in the order of NhFtlOps.counters */
     uint64_t *placement;    /* the placement counters (placement.h), for FTLs that place */
+    uint64_t *staging;      /* the staging counters (stage.h), for FTLs that stage */
 } NhFtlEnv;
 
 typedef struct NhFtlWrite {

@@ -3,8 +3,8 @@
  * the counters, fixed mapping of host tags onto physical streams, and the glue to DStream.
  */
 #include "placement.h"
-#include "blocks.h"
 #include "dstream.h"
+#include "stage.h"
 
 #include <string.h>
 
@@ -150,6 +150,26 @@ static const char *first_set(const NhConfig *cfg, const char *const *keys)
     return NULL;
 }
 
+/* With staging, a stream's buffer in the memory budget must hold what the stream stages: two
+ * halves of one unit (stage.h).  auto always does (docs/placement.md, "Memory"). */
+static bool stream_buffer_check(const NhConfig *cfg, GError **errp)
+{
+    uint64_t need = 2ull * nh_stage_unit(cfg) * cfg->page_size;
+    uint64_t sbuf = nh_placement_stream_buffer(cfg);
+
+    if (sbuf < need) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "stream-buffer: %" G_GUINT64_FORMAT " bytes cannot hold one stream's "
+                    "staging buffer with one-shot=%s, stripe-merge=%s (2 halves of %u pages of "
+                    "%u bytes: %" G_GUINT64_FORMAT "); use stream-buffer=auto or at least that",
+                    sbuf, cfg->one_shot == NH_ON ? "on" : "off",
+                    nh_config_uint(cfg, "stripe-merge") == NH_ON ? "on" : "off",
+                    nh_stage_unit(cfg), cfg->page_size, need);
+        return false;
+    }
+    return true;
+}
+
 bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp)
 {
     static const char *const ds_only[] = { "stream-buffer", "dstream-memory",
@@ -174,15 +194,11 @@ bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp)
         return refuse(errp, key, "placement with a write buffer or read cache is not modelled "
                       "(its destages carry no tag): use buffer=none, cache-size=0", cfg);
     }
-    if (nh_config_uint(cfg, "stripe-merge") == NH_ON || cfg->one_shot == NH_ON) {
-        return refuse(errp, key, "placement with stripe-merge or one-shot staging is not "
-                      "modelled (one staging buffer for all streams)", cfg);
-    }
     if (!dstream) {
         set = first_set(cfg, ds_only);
         return !set || refuse(errp, set, "only stream-map=dstream uses it", cfg);
     }
-    return nh_dstream_check(cfg, features, errp);
+    return stream_buffer_check(cfg, errp) && nh_dstream_check(cfg, features, errp);
 }
 
 NhPlacement *nh_placement_new(const NhFtlEnv *env, uint32_t host_front, uint32_t first_front)
@@ -220,7 +236,7 @@ uint32_t nh_placement_k(const NhPlacement *p)
     return p->ds ? nh_dstream_k(p->ds) : p->nstreams;
 }
 
-static uint32_t front_of_stream(const NhPlacement *p, uint32_t s)
+uint32_t nh_placement_front_of(const NhPlacement *p, uint32_t s)
 {
     return s ? p->first_front + s - 1 : p->host_front;
 }
@@ -304,7 +320,7 @@ uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool ove
         s = 1 + (tag - 1u) % (p->nstreams - 1);
     }
     p->ctr[NH_PC_HOST_PAGES + s]++;
-    return front_of_stream(p, s);
+    return nh_placement_front_of(p, s);
 }
 
 /* The physical stream tag @tag writes to now: nh_placement_front's rule without a page. */
@@ -318,7 +334,7 @@ static uint32_t stream_of_tag(const NhPlacement *p, uint16_t tag)
 
 uint64_t nh_placement_unit(const NhPlacement *p, NhBlocks *b, uint16_t tag, bool close)
 {
-    uint32_t front = front_of_stream(p, stream_of_tag(p, tag));
+    uint32_t front = nh_placement_front_of(p, stream_of_tag(p, tag));
 
     return close ? nh_blocks_front_close(b, front) : nh_blocks_front_left(b, front);
 }

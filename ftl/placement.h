@@ -13,6 +13,8 @@
  *    copies go to the FTL's one GC frontier, whatever stream the victim was written by.
  *  - The placement keys and counters are shared by every FTL that places: they are listed once
  *    (config.c, stats.c) after the FTLs' own.
+ *  - With one-shot or stripe-merge staging (stage.h) every physical stream stages in a buffer
+ *    of its own; with staging on, stream-buffer must hold one (nh_placement_check).
  */
 #ifndef NH_PLACEMENT_H
 #define NH_PLACEMENT_H
@@ -81,6 +83,8 @@ void nh_placement_free(NhPlacement *p);
 /* The frontier for page @lpn written with tag @tag; @overwrite: it held valid data (an update,
  * DStream's valid-bitmap update count).  Counts the page. */
 uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool overwrite);
+/* The frontier of physical stream @s. */
+uint32_t nh_placement_front_of(const NhPlacement *p, uint32_t s);
 /* The physical stream frontier @front serves, NH_STREAM_GC for any other (the GC frontier). */
 uint32_t nh_placement_stream_of(const NhPlacement *p, uint32_t front);
 void nh_placement_release(NhPlacement *p, uint16_t id);

@@ -14,18 +14,40 @@
 
 #define MIB (1024ull * 1024)
 #define SMALL "channels=2,ways=2,pages=32,op=20"
+/* the same device in TLC with one-shot programming (pages a multiple of 3) */
+#define SMALL_TLC "channels=2,ways=2,pages=48,op=20,cell=tlc,one-shot=on"
 
 static uint64_t now;
 
-static void io(NhEngine *e, NhOp op, uint64_t lpn, uint64_t npages, uint16_t tag)
+static void io_flags(NhEngine *e, NhOp op, uint64_t lpn, uint64_t npages, uint16_t tag,
+                     uint32_t flags)
 {
-    NhRequest q = { .op = op, .offset = lpn * 4096, .length = npages * 4096, .stream = tag };
+    NhRequest q = { .op = op, .offset = lpn * 4096, .length = npages * 4096, .stream = tag,
+                    .flags = flags };
     uint64_t done;
     GError *err = NULL;
 
     now += 100000;
     g_assert_true(nh_engine_submit(e, &q, now, &done, &err));
     g_assert_no_error(err);
+}
+
+static void io(NhEngine *e, NhOp op, uint64_t lpn, uint64_t npages, uint16_t tag)
+{
+    io_flags(e, op, lpn, npages, tag, 0);
+}
+
+/* With staging every page programmed is a staged host page, padding, a GC or wear-levelling
+ * copy or a translation page, and staged programs fill whole word lines. */
+static void staging_accounted(NhEngine *e)
+{
+    uint64_t staged = unit_stat(e, "ftl", "stripe_pages") + unit_stat(e, "ftl", "stripe_padding");
+
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==,
+                     staged + unit_stat(e, "ftl", "gc_page_copies") +
+                     unit_stat(e, "ftl", "wl_page_copies") +
+                     unit_stat(e, "ftl", "translation_page_writes"));
+    g_assert_cmpuint(staged % 3, ==, 0);
 }
 
 /* The physical stream fixed mapping gives tag @t with @k physical streams. */
@@ -70,9 +92,16 @@ static void frontier_invariants(const char *props)
         } else {
             io(e, NH_OP_TRIM, lpn, len, 0);
         }
+        if (i % 97 == 96) {
+            io(e, NH_OP_FLUSH, 0, 0, 0);    /* with staging, partial units padded */
+        }
         if (i % 2000 == 1999) {
             check_fronts(e, tag, n, k);
             unit_check(e);
+            if (strstr(props, "one-shot=on")) {
+                staging_accounted(e);
+                g_assert_cmpuint(unit_stat(e, "ftl", "stripe_padding"), >, 0);
+            }
         }
     }
     for (uint32_t s = 0; s < k; s++) {
@@ -102,6 +131,66 @@ static void test_fronts_dftl(void)
     frontier_invariants("ftl=dftl,cmt-size=4K,streams=5,physical-streams=4," SMALL);
 }
 
+/* With one-shot (and stripe-merge) staging: one buffer per physical stream, so every page still
+ * lies in its tag's stream's blocks (a block is one frontier's, so neither a word line nor a
+ * stripe mixes streams), and the programs add up with the padding. */
+static void test_staged_fronts(void)
+{
+    frontier_invariants("ftl=page,streams=5,physical-streams=4," SMALL_TLC);
+    frontier_invariants("ftl=page,streams=5,physical-streams=4,stripe-merge=on," SMALL_TLC);
+    frontier_invariants("ftl=dftl,cmt-size=4K,streams=5,physical-streams=4," SMALL_TLC);
+    frontier_invariants("ftl=dftl,cmt-size=4K,streams=5,physical-streams=4,stripe-merge=on,"
+                        SMALL_TLC);
+}
+
+/* By hand, one plane, one-shot (a unit is one word line of 3 pages), streams=2 (physical
+ * streams 0, 1, 2): pages 0-4 written with tags 1, 2, 1, 0, 1 are all staged (no unit is
+ * programmed until a page needs its room); rewriting page 2 with tag 2 moves it to stream 2's
+ * buffer; a FUA write of page 5 with tag 2 fills stream 2's word line {1, 2, 5} and programs
+ * it, and only it; a flush pads stream 0's {3} with 2 pages and stream 1's {0, 4} with 1.
+ * One staging buffer for all streams would have needed 6 programs, not 9. */
+static void known_staged(const char *ftl)
+{
+    char *props = g_strdup_printf("ftl=%s,streams=2,channels=1,ways=1,pages=48,op=20,cell=tlc,"
+                                  "one-shot=on", ftl);
+    NhEngine *e = unit_engine(props, 8 * MIB);
+    static const uint16_t tags[] = { 1, 2, 1, 0, 1 };
+    static const int stream[] = { 1, 2, 2, 0, 1, 2 };
+
+    for (uint64_t lpn = 0; lpn < 5; lpn++) {
+        io(e, NH_OP_WRITE, lpn, 1, tags[lpn]);
+    }
+    io(e, NH_OP_WRITE, 2, 1, 2);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 0);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_overwrites"), ==, 1);
+    io_flags(e, NH_OP_WRITE, 5, 1, 2, NH_REQ_FUA);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 3);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_merges"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_padding"), ==, 0);
+    io(e, NH_OP_FLUSH, 0, 0, 0);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 9);
+    g_assert_cmpuint(unit_stat(e, "nand", "program_ops"), ==, 3);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_pages"), ==, 6);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_padding"), ==, 3);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_merges"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_partial"), ==, 2);
+    g_assert_cmpuint(unit_stat(e, "ftl.placement.host_pages", "0"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "ftl.placement.host_pages", "1"), ==, 3);
+    g_assert_cmpuint(unit_stat(e, "ftl.placement.host_pages", "2"), ==, 3);
+    for (uint64_t lpn = 0; lpn < 6; lpn++) {
+        g_assert_cmpint(e->ops->stream_of(e->ftl, lpn), ==, stream[lpn]);
+    }
+    unit_check(e);
+    g_free(props);
+    nh_engine_free(e);
+}
+
+static void test_staged_known(void)
+{
+    known_staged("page");
+    known_staged("dftl");
+}
+
 /* The members at @path of documents @a and @b are equal (as JSON text). */
 static void same(const char *a, const char *b, const char *path)
 {
@@ -117,24 +206,42 @@ static void same(const char *a, const char *b, const char *path)
     json_node_unref(y);
 }
 
-/* Streams open and DStream's clusters survive a save and a load. */
-static void state_with(const char *props)
+/* The statistics of @a and @b are equal at @path. */
+static void same_stats(NhEngine *a, NhEngine *b, const char *path)
+{
+    char *want = nh_engine_stats_json(a, false), *got = nh_engine_stats_json(b, false);
+
+    same(want, got, path);
+    g_free(want);
+    g_free(got);
+}
+
+/* Save @a and load the image into @b, through a temporary file. */
+static void save_load(NhEngine *a, NhEngine *b)
 {
     char *dir = g_dir_make_tmp("nh-placement-XXXXXX", NULL);
     char *path = g_build_filename(dir, "state", NULL);
+
+    g_assert_true(nh_engine_save(a, path, NULL, 0, NULL));
+    g_assert_true(nh_engine_load(b, path, NULL, NULL, NULL));
+    g_unlink(path);
+    g_rmdir(dir);
+    g_free(path);
+    g_free(dir);
+}
+
+/* Streams open and DStream's clusters survive a save and a load. */
+static void state_with(const char *props)
+{
     NhEngine *a = unit_engine(props, 8 * MIB), *b = unit_engine(props, 8 * MIB);
-    char *want, *got;
 
     for (int i = 0; i < 6000; i++) {
         io(a, NH_OP_WRITE, (uint64_t)(i * 7919) % 2000, 1, (uint16_t)(1 + i % 3));
     }
     nh_engine_stream_release(a, 3);
-    g_assert_true(nh_engine_save(a, path, NULL, 0, NULL));
-    g_assert_true(nh_engine_load(b, path, NULL, NULL, NULL));
+    save_load(a, b);
     unit_check(b);
-    want = nh_engine_stats_json(a, false);
-    got = nh_engine_stats_json(b, false);
-    same(want, got, "ftl.placement");
+    same_stats(a, b, "ftl.placement");
     g_assert_cmpuint(unit_stat(b, "ftl.placement", "open_streams"), ==, 2);
     for (uint64_t lpn = 0; lpn < 2000; lpn++) {
         g_assert_cmpint(a->ops->stream_of(a->ftl, lpn), ==, b->ops->stream_of(b->ftl, lpn));
@@ -150,18 +257,8 @@ static void state_with(const char *props)
         io(b, NH_OP_WRITE, (uint64_t)(i * 104729) % 2000, 1, (uint16_t)(1 + i % 2));
     }
     unit_check(b);
-    g_free(want);
-    g_free(got);
-    want = nh_engine_stats_json(a, false);
-    got = nh_engine_stats_json(b, false);
-    same(want, got, "ftl.placement.host_pages");
-    same(want, got, "ftl.placement.k_series");
-    g_unlink(path);
-    g_rmdir(dir);
-    g_free(want);
-    g_free(got);
-    g_free(path);
-    g_free(dir);
+    same_stats(a, b, "ftl.placement.host_pages");
+    same_stats(a, b, "ftl.placement.k_series");
     nh_engine_free(a);
     nh_engine_free(b);
 }
@@ -172,6 +269,66 @@ static void test_state(void)
     state_with("ftl=dftl,cmt-size=4K,streams=3," SMALL);
     state_with("ftl=dftl,streams=3,stream-map=dstream,physical-streams=4,stream-buffer=4K,"
                "dstream-memory=24K,dstream-partitions=8,dstream-timestamp=64," SMALL);
+}
+
+static void not_lost(void *opaque, uint64_t offset, uint64_t length)
+{
+    (void)opaque;
+    g_error("power loss lost %" G_GUINT64_FORMAT "+%" G_GUINT64_FORMAT " from the capacitor-"
+            "protected staging buffers", offset, length);
+}
+
+/* Streams staged at a power loss and a drained save: power loss loses nothing staged; the
+ * drain programs every stream's partial word line on its own frontier (padded); the saved
+ * state loads, and the two engines continue alike. */
+static void staged_state(const char *props)
+{
+    NhEngine *a = unit_engine(props, 8 * MIB), *b = unit_engine(props, 8 * MIB);
+    uint32_t k = nh_placement_max_streams(nh_engine_config(a));
+    uint64_t padding;
+
+    for (int i = 0; i < 6000; i++) {
+        io(a, NH_OP_WRITE, (uint64_t)(i * 7919) % 2000, 1, (uint16_t)(1 + i % 3));
+    }
+    for (uint16_t t = 0; t < 3; t++) {  /* within one tPROG: still staged at the save */
+        io(a, NH_OP_WRITE, 2000 + t, 1, t);
+    }
+    nh_engine_power_loss(a, not_lost, NULL);
+    for (uint16_t t = 0; t < 3; t++) {
+        g_assert_true(nh_engine_is_mapped(a, (2000 + t) * 4096));
+        g_assert_cmpint(a->ops->stream_of(a->ftl, 2000 + t), ==, -1);
+    }
+    padding = unit_stat(a, "ftl", "stripe_padding");
+    nh_engine_drain(a, now);
+    g_assert_cmpuint(unit_stat(a, "ftl", "stripe_padding"), >, padding);
+    for (uint16_t t = 0; t < 3; t++) {
+        g_assert_cmpint(a->ops->stream_of(a->ftl, 2000 + t), ==, fixed_stream(t, k));
+    }
+    staging_accounted(a);
+    save_load(a, b);
+    unit_check(b);
+    same_stats(a, b, "ftl");
+    for (int i = 0; i < 3000; i++) {
+        io(a, NH_OP_WRITE, (uint64_t)(i * 104729) % 2003, 1, (uint16_t)(i % 3));
+        io(b, NH_OP_WRITE, (uint64_t)(i * 104729) % 2003, 1, (uint16_t)(i % 3));
+    }
+    nh_engine_drain(a, now);
+    nh_engine_drain(b, now);
+    unit_check(b);
+    staging_accounted(b);
+    for (uint64_t lpn = 0; lpn < 2003; lpn++) {
+        g_assert_cmpint(a->ops->stream_of(a->ftl, lpn), ==, b->ops->stream_of(b->ftl, lpn));
+    }
+    same_stats(a, b, "ftl.placement.host_pages");
+    nh_engine_free(a);
+    nh_engine_free(b);
+}
+
+static void test_staged_state(void)
+{
+    staged_state("ftl=page,streams=3," SMALL_TLC);
+    staged_state("ftl=page,streams=3,stripe-merge=on," SMALL_TLC);
+    staged_state("ftl=dftl,cmt-size=4K,streams=3," SMALL_TLC);
 }
 
 /* Two streams: a hot tenth of the space rewritten nine times as often as the cold rest.
@@ -311,6 +468,8 @@ static void test_refusals(void)
             "dstream-memory:");
     refused("ftl=page,streams=2,buffer=lru," SMALL, "streams:");
     refused("ftl=page,physical-streams=17," SMALL, "physical-streams:");
+    /* a stream's buffer must hold its staging: 2 x 3 pages of 4 KiB with one-shot */
+    refused("ftl=dftl,stream-map=dstream,stream-buffer=20K," SMALL_TLC, "stream-buffer:");
     g_assert_cmpuint(nh_engine_stream_limit(e), ==, 2);
     g_assert_false(nh_engine_submit(e, &q, 0, &done, &err));
     g_assert_nonnull(strstr(err->message, "stream 3"));
@@ -511,6 +670,44 @@ static void test_fixed_k(void)
     g_free(js);
 }
 
+/* A DStream merge with half-filled buffers: the skewed workload, all at one instant (so the
+ * bounded wait never empties a buffer), one-shot; after every write no buffer of a stream at or
+ * above k holds a page (a merged stream's buffer is programmed, padded, at once), and some merge
+ * found such a buffer holding pages. */
+static void test_staged_merge(void)
+{
+    NhEngine *e = unit_engine("ftl=dftl,stream-map=dstream,dstream-partitions=16,"
+                              "dstream-timestamp=64," SMALL_TLC, 8 * MIB);
+    Dftl *f = e->ftl;
+    uint64_t n = 8 * MIB / 4096, merges = 0, done;
+    GRand *r = g_rand_new_with_seed(7);
+
+    for (int i = 0; i < 30000; i++) {
+        bool hot = g_rand_int_range(r, 0, 10) < 8;
+        uint64_t lpn = hot ? g_rand_int_range(r, 0, (gint32)n / 8)
+                           : g_rand_int_range(r, (gint32)n / 8, (gint32)n);
+        NhRequest q = { .op = NH_OP_WRITE, .offset = lpn * 4096, .length = 4096 };
+        uint32_t k0 = nh_placement_k(f->pl), held = 0;
+
+        for (uint32_t bi = 1; bi < k0; bi++) {
+            held |= (f->stage.buf[bi].n > 0) << bi;
+        }
+        g_assert_true(nh_engine_submit(e, &q, now, &done, NULL));
+        for (uint32_t bi = nh_placement_k(f->pl); bi < f->stage.nbuf; bi++) {
+            g_assert_cmpuint(f->stage.buf[bi].n, ==, 0);
+        }
+        merges += nh_placement_k(f->pl) < k0 && held >> nh_placement_k(f->pl);
+    }
+    g_test_message("%" G_GUINT64_FORMAT " merges found a buffer holding pages, %"
+                   G_GUINT64_FORMAT " pages of padding", merges,
+                   unit_stat(e, "ftl", "stripe_padding"));
+    g_assert_cmpuint(merges, >, 0);
+    unit_check(e);
+    staging_accounted(e);
+    g_rand_free(r);
+    nh_engine_free(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -524,5 +721,9 @@ int main(int argc, char **argv)
     g_test_add_func("/placement/budget", test_budget);
     g_test_add_func("/placement/fixed-k", test_fixed_k);
     g_test_add_func("/placement/units", test_units);
+    g_test_add_func("/placement/staged/fronts", test_staged_fronts);
+    g_test_add_func("/placement/staged/known", test_staged_known);
+    g_test_add_func("/placement/staged/state", test_staged_state);
+    g_test_add_func("/placement/staged/merge", test_staged_merge);
     return g_test_run();
 }

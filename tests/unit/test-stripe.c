@@ -1,5 +1,5 @@
 /*
- * NAND operations that cover several pages, and the page FTL's staging that feeds them:
+ * NAND operations that cover several pages, and the staging that feeds them (page, dftl):
  * multi-plane programs and reads (one tPROG / tR per die, transfers serial), TLC one-shot
  * programming (a word line's 3 pages in one tPROG) and stripe-aware merging (seed 001).
  * Times follow from nand.h: SLC 25 us tR, 200 us tPROG, 4 KiB over 800 MB/s 5.12 us.
@@ -89,11 +89,24 @@ static void test_one_shot(void)
                      3 * (XFER + TLC_PROG));
     nh_engine_free(e);
 
+    /* dftl stages alike: a staged page is read from the buffer without a mapping lookup; its
+     * entry is looked up (a miss) when its word line is programmed, padded, by the flush */
+    e = unit_engine("ftl=dftl,channels=1,ways=1,pages=96,op=10,cell=tlc,one-shot=on", 1 << 20);
+    submit(e, NH_OP_WRITE, 0, 0, 4096, 0);
+    submit(e, NH_OP_READ, 0, 0, 4096, 1000);
+    g_assert_cmpuint(unit_stat(e, "ftl.cmt", "hits") + unit_stat(e, "ftl.cmt", "misses"), ==, 0);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_reads"), ==, 0);
+    g_assert_cmpuint(submit(e, NH_OP_FLUSH, 0, 0, 0, 2000) - 2000, ==, 3 * XFER + TLC_PROG);
+    g_assert_cmpuint(unit_stat(e, "ftl.cmt", "misses"), ==, 1);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_padding"), ==, 2);
+    unit_check(e);
+    nh_engine_free(e);
+
     expect_refused("cell=slc,one-shot=on", "one-shot: one-shot programming of a word line's 3 "
                    "pages needs cell=tlc, got cell=slc");
     expect_refused("cell=tlc,one-shot=on", "one-shot: pages (256) must be a multiple of 3");
     expect_refused("cell=tlc,pages=384,one-shot=on,ftl=fast", "one-shot: only ftl=page");
-    expect_refused("stripe-merge=on,ftl=dftl", "stripe-merge: only ftl=page");
+    expect_refused("stripe-merge=on,ftl=bast", "stripe-merge: only ftl=page and ftl=dftl");
 }
 
 /* A partial stripe waits at most one tPROG; the next request after that finds it programmed. */
@@ -277,5 +290,8 @@ int main(int argc, char **argv)
     g_test_add_data_func("/stripe/mix/both",
                          "channels=2,ways=1,planes=2,pages=24,op=10,cell=tlc,one-shot=on,"
                          "stripe-merge=on", test_random_mix);
+    g_test_add_data_func("/stripe/mix/dftl-both",
+                         "ftl=dftl,cmt-size=4K,channels=2,ways=1,planes=2,pages=24,op=10,cell=tlc,"
+                         "one-shot=on,stripe-merge=on", test_random_mix);
     return g_test_run();
 }

@@ -1,0 +1,260 @@
+/*
+ * stage.c - staging host pages into one-shot word lines and stripes, one buffer per physical
+ * stream (contract in stage.h).
+ */
+#include "stage.h"
+
+static const char *const switch_names[] = { "off", "on", NULL };
+
+/* one-shot is the NAND's key (a word line's pages programmed at once); stripe-merge is the
+ * staging policy of the FTLs that stage */
+const NhConfigKey nh_stage_keys[] = {
+    { "stripe-merge", NH_KEY_ENUM, 0, 0, "off", 0, 0, switch_names, false,
+      "ftl=page or dftl: stage writes until a full stripe (a page, with one-shot a word line, "
+      "on every plane) and program it at once (seed 001); flush, FUA or one t-prog of waiting "
+      "forces a partial stripe out" },
+    { NULL },
+};
+
+/* The staging counters (docs/statistics.md) */
+enum { STRIPE_MERGES, STRIPE_PARTIAL, STRIPE_PAGES, STRIPE_OVERWRITES, STRIPE_PADDING };
+const NhStat nh_stage_counters[] = {
+    [STRIPE_MERGES] = { .path = "ftl.stripe_merges" },
+    [STRIPE_PARTIAL] = { .path = "ftl.stripe_partial" },
+    [STRIPE_PAGES] = { .path = "ftl.stripe_pages" },
+    [STRIPE_OVERWRITES] = { .path = "ftl.stripe_overwrites" },
+    [STRIPE_PADDING] = { .path = "ftl.stripe_padding" },
+    { .path = NULL },
+};
+
+#define LPN_KEY(lpn) GSIZE_TO_POINTER((gsize)(lpn) + 1)
+
+uint32_t nh_stage_unit(const NhConfig *cfg)
+{
+    bool merge = nh_config_uint(cfg, "stripe-merge") == NH_ON;
+    uint32_t wl = cfg->one_shot == NH_ON ? 3 : 1;
+
+    if (!merge && cfg->one_shot != NH_ON) {
+        return 0;
+    }
+    return wl * (merge ? cfg->channels * cfg->ways * cfg->dies * cfg->planes : 1);
+}
+
+void nh_stage_init(NhStage *s, const NhFtlEnv *env, NhBlocks *b, const uint32_t *fwd,
+                   NhPlacement *pl, uint32_t host_front, NhStagePut put, void *ctx)
+{
+    *s = (NhStage){
+        .unit = nh_stage_unit(env->cfg), .nbuf = pl ? pl->nstreams : 1,
+        .wait = env->nand->t.t_prog, .b = b, .fwd = fwd, .pl = pl, .host_front = host_front,
+        .ctr = env->staging, .put = put, .ctx = ctx,
+    };
+    if (!s->unit) {
+        return;
+    }
+    s->buf = g_new0(NhStageBuf, s->nbuf);
+    for (uint32_t i = 0; i < s->nbuf; i++) {
+        s->buf[i].lpn = g_new(uint64_t, s->unit);
+    }
+    s->slot = g_hash_table_new(g_direct_hash, g_direct_equal);
+}
+
+void nh_stage_destroy(NhStage *s)
+{
+    for (uint32_t i = 0; s->buf && i < s->nbuf; i++) {
+        g_free(s->buf[i].lpn);
+    }
+    g_free(s->buf);
+    if (s->slot) {
+        g_hash_table_destroy(s->slot);
+    }
+}
+
+/* Buffer x unit + index + 1 of a staged @lpn, 0 if not staged. */
+static uint32_t slot_of(const NhStage *s, uint64_t lpn)
+{
+    return GPOINTER_TO_UINT(g_hash_table_lookup(s->slot, LPN_KEY(lpn)));
+}
+
+/* Program buffer @bi's filling half at @t (its pages all staged by then): allocate each page a
+ * page of the stream's frontier, one-shot word lines padded with pages that hold nothing, all
+ * in one NAND batch. */
+static uint64_t program(NhStage *s, uint32_t bi, uint64_t t)
+{
+    NhStageBuf *sb = &s->buf[bi];
+    NhNand *nand = s->b->nand;
+    uint32_t pad = (nand->wl - sb->n % nand->wl) % nand->wl;
+    uint32_t front = s->pl ? nh_placement_front_of(s->pl, bi) : s->host_front;
+    uint64_t done = t;
+
+    t = MAX(t, sb->ready);
+    s->b->now = t;
+    nh_nand_batch_begin(nand);
+    for (uint32_t i = 0; i < sb->n + pad; i++) {
+        uint32_t ppn = nh_blocks_host_page(s->b, front);
+        uint64_t end = i < sb->n ? s->put(s->ctx, sb->lpn[i], ppn, t)
+                                 : nh_nand_program(nand, ppn, t);
+        done = MAX(done, end);
+    }
+    nh_nand_batch_end(nand);
+    s->ctr[sb->n == s->unit ? STRIPE_MERGES : STRIPE_PARTIAL]++;
+    s->ctr[STRIPE_PAGES] += sb->n;
+    s->ctr[STRIPE_PADDING] += pad;
+    for (uint32_t i = 0; i < sb->n; i++) {
+        g_hash_table_remove(s->slot, LPN_KEY(sb->lpn[i]));
+    }
+    sb->n = 0;
+    sb->ready = 0;
+    sb->free_at[sb->cur] = done;
+    sb->cur ^= 1;
+    return done;
+}
+
+/* Program buffer @bi's partial unit (flush, FUA, bounded wait, merge); @t if it is empty. */
+static uint64_t force(NhStage *s, uint32_t bi, uint64_t t)
+{
+    return s->buf[bi].n ? program(s, bi, t) : t;
+}
+
+/* Remove staged @lpn from its buffer: the buffer's last page takes its place. */
+static void unstage(NhStage *s, uint64_t lpn)
+{
+    uint32_t v = slot_of(s, lpn) - 1, i = v % s->unit;
+    NhStageBuf *sb = &s->buf[v / s->unit];
+
+    g_hash_table_remove(s->slot, LPN_KEY(lpn));
+    if (i != --sb->n) {
+        sb->lpn[i] = sb->lpn[sb->n];
+        g_hash_table_insert(s->slot, LPN_KEY(sb->lpn[i]), GUINT_TO_POINTER(v + 1));
+    }
+}
+
+void nh_stage_drop(NhStage *s, uint64_t lpn)
+{
+    if (nh_stage_holds(s, lpn)) {
+        unstage(s, lpn);
+    }
+}
+
+/* DStream left @k physical streams (a merge): the buffers of streams k and above are programmed
+ * at @t, padded, the page that ended the timestamp included (it was placed before the merge);
+ * docs/placement.md, "A merged stream's buffer". */
+static void shrink(NhStage *s, uint32_t k, uint64_t t)
+{
+    for (uint32_t bi = k; bi < s->nbuf; bi++) {
+        force(s, bi, t);
+    }
+}
+
+/* The buffer (physical stream) page @lpn of @w goes to; counts it for placement. */
+static uint32_t buffer_for(NhStage *s, const NhFtlWrite *w, uint64_t lpn, bool held)
+{
+    if (!s->pl) {
+        return 0;
+    }
+    return nh_placement_stream_of(s->pl, nh_placement_front(s->pl, lpn, w->stream, held));
+}
+
+uint64_t nh_stage_write(NhStage *s, const NhFtlWrite *w, uint64_t now)
+{
+    uint64_t ack = now, programmed = now;
+    uint32_t touched = 0;   /* buffers holding pages of @w: a FUA programs them */
+
+    s->b->now = now;        /* a DStream merge may program buffers below */
+    for (uint64_t i = 0; i < w->npages; i++) {
+        uint64_t lpn = w->lpn + i;
+        bool partial = (i == 0 && w->head_partial) || (i == w->npages - 1 && w->tail_partial);
+        uint32_t was = slot_of(s, lpn);
+        uint32_t bi = buffer_for(s, w, lpn, was || s->fwd[lpn]);
+        NhStageBuf *sb = &s->buf[bi];
+
+        touched |= 1u << bi;
+        if (was) {
+            /* the staged copy takes the new data: no read, no program of its own */
+            s->ctr[STRIPE_OVERWRITES]++;
+            if ((was - 1) / s->unit == bi) {
+                continue;
+            }
+            unstage(s, lpn);    /* placed on another stream now: it moves there */
+        }
+        if (sb->n == s->unit) {
+            /* a full unit is programmed only when a new page needs its room, so that writes
+             * to its pages until then (the rest of a page written in parts) still join it */
+            uint64_t t = program(s, bi, ack);
+            programmed = MAX(programmed, t);
+        }
+        ack = MAX(ack, sb->free_at[sb->cur]);
+        if (partial && !was && s->fwd[lpn]) {
+            /* the rest of the page joins it in the buffer before the program */
+            uint64_t t = nh_nand_read(s->b->nand, s->fwd[lpn] - 1, ack);
+            sb->ready = MAX(sb->ready, t);
+            s->b->st->ftl_rmw_reads++;
+        }
+        if (!sb->n) {
+            sb->first = ack;
+        }
+        sb->lpn[sb->n] = lpn;
+        g_hash_table_insert(s->slot, LPN_KEY(lpn), GUINT_TO_POINTER(bi * s->unit + sb->n + 1));
+        sb->n++;
+    }
+    if (s->pl) {
+        shrink(s, nh_placement_k(s->pl), ack);
+    }
+    if (!w->fua) {
+        return ack;
+    }
+    for (uint32_t bi = 0; bi < s->nbuf; bi++) {
+        if (touched & (1u << bi)) {
+            uint64_t t = force(s, bi, ack);
+            programmed = MAX(programmed, t);
+        }
+    }
+    return MAX(programmed, ack);
+}
+
+uint64_t nh_stage_flush(NhStage *s, uint64_t t)
+{
+    uint64_t done = t;
+
+    for (uint32_t bi = 0; bi < s->nbuf && s->unit; bi++) {
+        uint64_t end = force(s, bi, t);
+        done = MAX(done, end);
+    }
+    return done;
+}
+
+void nh_stage_background(NhStage *s, uint64_t now)
+{
+    /* a page waits at most one tPROG for its unit-mates: it then reaches NAND at most one
+     * program time later than it would have unstaged */
+    for (uint32_t bi = 0; bi < s->nbuf && s->unit; bi++) {
+        NhStageBuf *sb = &s->buf[bi];
+        if (sb->n && now >= sb->first + s->wait) {
+            force(s, bi, sb->first + s->wait);
+        }
+    }
+}
+
+
+char *nh_stage_check(const NhStage *s, uint64_t lpages)
+{
+    uint32_t total = 0;
+
+    for (uint32_t bi = 0; bi < s->nbuf && s->unit; bi++) {
+        const NhStageBuf *sb = &s->buf[bi];
+        if (sb->n > s->unit) {
+            return g_strdup_printf("stream %u: %u pages staged of %u", bi, sb->n, s->unit);
+        }
+        for (uint32_t i = 0; i < sb->n; i++) {
+            if (sb->lpn[i] >= lpages || slot_of(s, sb->lpn[i]) != bi * s->unit + i + 1) {
+                return g_strdup_printf("stream %u: staged page %u (lpn %" G_GUINT64_FORMAT
+                                       ") not indexed", bi, i, sb->lpn[i]);
+            }
+        }
+        total += sb->n;
+    }
+    if (s->unit && g_hash_table_size(s->slot) != total) {
+        return g_strdup_printf("%u pages staged, %u in the index", total,
+                               g_hash_table_size(s->slot));
+    }
+    return NULL;
+}
