@@ -14,10 +14,10 @@ from helpers import REPO, SIM
 SCRIPT = os.path.join(REPO, "scripts", "capture-virt-trace")
 TRACE = os.path.join(REPO, "tests", "data", "traces", "virt-rocksdb-fileserver.blkparse.gz")
 # what the committed capture holds (printed by capture-virt-trace when it was made)
-REQUESTS = 38811
-WRITES = 25966
-READS = 9487
-FLUSHES = 3358
+REQUESTS = 94093
+WRITES = 63665
+READS = 22462
+FLUSHES = 7966
 D_EVENT = re.compile(r"^\s*\d+,\d+\s+\d+\s+\d+\s+\d+\.\d{9}\s+\d+\s+D\s+[A-Z]+( \d+ \+ \d+)?"
                      r"( \[.*\])?$")
 
