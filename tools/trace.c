@@ -1,16 +1,28 @@
 /* trace.c - block-trace readers (contract in trace.h). */
+#define _GNU_SOURCE     /* fopencookie */
 #include "trace.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* Parse one line into @rec.  Returns 1 for a request, 0 for a line to skip, -1 with *why set.
  * @t carries what a format needs across lines (fio's version and clock, blkparse's summary). */
 typedef int (*ParseFn)(NhTrace *t, char *line, NhTraceRec *rec, const char **why);
 
+/* A gzip-compressed trace is read through zlib's gzFile behind a stdio stream (fopencookie),
+ * so every format reads it line by line like a plain file.  @error: what zlib reported when the
+ * data was found corrupt or cut short (the stream then reports a read error). */
+typedef struct GzCookie {
+    gzFile gz;
+    char  *error;
+} GzCookie;
+
 struct NhTrace {
     FILE    *f;
+    GzCookie *gz;   /* NULL for a plain file */
     char    *path;
     ParseFn  parse;
     char    *buf;
@@ -517,22 +529,126 @@ static const ParseFn parsers[] = {
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(nh_trace_formats) == G_N_ELEMENTS(parsers) + 1);
 
+static ssize_t gz_cookie_read(void *c, char *buf, size_t size)
+{
+    GzCookie *gc = c;
+    int n, code;
+    const char *msg;
+
+    if (gc->error) {
+        return -1;
+    }
+    n = gzread(gc->gz, buf, (unsigned)MIN(size, (size_t)INT_MAX));
+    msg = gzerror(gc->gz, &code);
+    if (n < 0 || (code != Z_OK && code != Z_STREAM_END)) {
+        gc->error = g_strdup(code == Z_ERRNO ? g_strerror(errno) : msg);
+        return -1;
+    }
+    return n;
+}
+
+/* zlib seeks in the decompressed data (forward by reading, back by starting over); only a
+ * rewind to the start is asked for (nh_trace_rewind, text_start).  No SEEK_END. */
+static int gz_cookie_seek(void *c, off64_t *pos, int whence)
+{
+    GzCookie *gc = c;
+    z_off_t off = whence == SEEK_END ? -1 : gzseek(gc->gz, (z_off_t)*pos, whence);
+
+    if (off < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    *pos = off;
+    return 0;
+}
+
+static int gz_cookie_close(void *c)
+{
+    GzCookie *gc = c;
+    int r = gzclose_r(gc->gz);
+
+    g_free(gc->error);
+    g_free(gc);
+    return r == Z_OK ? 0 : EOF;
+}
+
+/* The error of a stream that failed to read: zlib's word for compressed data, else errno's. */
+static char *read_error(const NhTrace *t)
+{
+    if (t->gz && t->gz->error) {
+        return g_strdup_printf("corrupt or truncated gzip data (zlib: %s)", t->gz->error);
+    }
+    return g_strdup(g_strerror(errno));
+}
+
+/* Open @path for reading: plain, or through zlib when it starts with gzip's magic (1f 8b).  A
+ * name ending in .gz without the magic is refused rather than read as text. */
+static FILE *trace_fopen(const char *path, GzCookie **gzp, GError **errp)
+{
+    static const cookie_io_functions_t gz_io = {
+        .read = gz_cookie_read, .seek = gz_cookie_seek, .close = gz_cookie_close,
+    };
+    unsigned char magic[2];
+    size_t n;
+    FILE *f = fopen(path, "r");
+    GzCookie *gc;
+
+    *gzp = NULL;
+    if (!f) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: %s", path, g_strerror(errno));
+        return NULL;
+    }
+    n = fread(magic, 1, sizeof(magic), f);
+    if (n < 2 || magic[0] != 0x1f || magic[1] != 0x8b) {
+        if (g_str_has_suffix(path, ".gz")) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: named .gz but not gzip data "
+                        "(its first bytes are not gzip's magic 1f 8b)", path);
+            fclose(f);
+            return NULL;
+        }
+        rewind(f);
+        return f;
+    }
+    gc = g_new0(GzCookie, 1);
+    fclose(f);
+    gc->gz = gzopen(path, "rb");
+    if (!gc->gz) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: cannot open for decompression",
+                    path);
+        g_free(gc);
+        return NULL;
+    }
+    gzbuffer(gc->gz, 1 << 20);
+    f = fopencookie(gc, "r", gz_io);
+    if (!f) {
+        gzclose_r(gc->gz);
+        g_free(gc);
+        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: %s", path, g_strerror(errno));
+        return NULL;
+    }
+    *gzp = gc;
+    return f;
+}
+
 /* A binary file (a NUL byte in its first block) is refused before a line of it is read: a
- * file of NULs has no line end, and reading its one line would take it whole into memory. */
-static bool text_start(FILE *f, const char *path, GError **errp)
+ * file of NULs has no line end, and reading its one line would take it whole into memory.
+ * For a gzipped trace the block is of the decompressed text, and corrupt data is refused here
+ * when it lies in the first block. */
+static bool text_start(NhTrace *t, GError **errp)
 {
     char head[4096];
-    size_t n = fread(head, 1, sizeof(head), f);
+    size_t n = fread(head, 1, sizeof(head), t->f);
     const char *nul = memchr(head, '\0', n);
 
     if (nul) {
         g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: a NUL byte at offset %zu: a binary "
-                    "file, not a text trace", path, (size_t)(nul - head));
+                    "file, not a text trace", t->path, (size_t)(nul - head));
         return false;
     }
-    if (ferror(f) || fseek(f, 0, SEEK_SET) != 0) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: cannot read: %s", path,
-                    g_strerror(errno));
+    if (ferror(t->f) || fseek(t->f, 0, SEEK_SET) != 0) {
+        char *why = read_error(t);
+        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: cannot read: %s", t->path, why);
+        g_free(why);
         return false;
     }
     return true;
@@ -553,21 +669,21 @@ NhTrace *nh_trace_open(const char *path, const char *format, GError **errp)
         g_free(list);
         return NULL;
     }
-    f = fopen(path, "r");
+    t = g_new0(NhTrace, 1);
+    f = trace_fopen(path, &t->gz, errp);
     if (!f) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: %s", path, g_strerror(errno));
+        g_free(t);
         return NULL;
     }
     /* large reads: traces are big and read front to back */
     setvbuf(f, NULL, _IOFBF, 1 << 20);
-    if (!text_start(f, path, errp)) {
-        fclose(f);
-        return NULL;
-    }
-    t = g_new0(NhTrace, 1);
     t->f = f;
     t->path = g_strdup(path);
     t->parse = parsers[i];
+    if (!text_start(t, errp)) {
+        nh_trace_close(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -580,6 +696,9 @@ int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp)
         char *line = t->buf;
         int r;
 
+        if (t->gz && t->gz->error) {
+            break;      /* a line cut by corrupt data is not parsed: the error is reported */
+        }
         t->lineno++;
         while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) {
             line[--n] = '\0';
@@ -613,7 +732,10 @@ int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp)
         }
     }
     if (ferror(t->f)) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: read error", t->path);
+        char *why = read_error(t);
+        g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s: read error after line %"
+                    G_GUINT64_FORMAT ": %s", t->path, t->lineno, why);
+        g_free(why);
         return -1;
     }
     return 0;
@@ -650,7 +772,7 @@ uint64_t nh_trace_bad_lines(const NhTrace *t, const char **first)
 void nh_trace_close(NhTrace *t)
 {
     if (t) {
-        fclose(t->f);
+        fclose(t->f);       /* a gzipped trace's cookie and zlib stream go with it */
         g_free(t->buf);
         g_free(t->path);
         g_free(t->first_bad);

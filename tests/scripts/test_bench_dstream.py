@@ -1,5 +1,6 @@
 """scripts/bench-dstream --quick: the structure of its output on a small slice of the shared
-traces (the numbers of a quick run are not the benchmark's; docs/placement.md has those)."""
+traces and of our Virt capture (the numbers of a quick run are not the benchmark's;
+docs/placement.md has those)."""
 import json
 import os
 import subprocess
@@ -29,7 +30,7 @@ def test_paper_rows(quick):
     assert p["normalised_to"] == "16-streams"
     assert "cell=tlc,one-shot=on" in p["device"]     # the paper's one-shot programming
     traces = sorted({r["trace"] for r in p["rows"]})
-    assert traces == ["cloudPhysicsIO", "tpcc-small"]
+    assert traces == ["cloudPhysicsIO", "tpcc-small", "virt"]
     for t in traces:
         rows = {r["config"]: r for r in p["rows"] if r["trace"] == t}
         assert sorted(rows) == sorted(CONFIGS)
@@ -59,7 +60,7 @@ def test_paper_rows(quick):
 def test_figure3(quick):
     out, res, _ = quick
     fig = res["paper"]["figure3"]
-    assert sorted(fig) == ["cloudPhysicsIO", "tpcc-small"]
+    assert sorted(fig) == ["cloudPhysicsIO", "tpcc-small", "virt"]
     mem = res["paper"]["dstream_memory"]
     buf = res["paper"]["stream_buffer"]
     for s in fig.values():

@@ -1,9 +1,10 @@
 /* The simulator binary (NH_SIM, set by meson test) on samples and short traces: options,
  * the drain, refusals, backwards time, key listing, unwritten reads, --fill, placement tags,
- * die utilisation at saturation under the scheduler and the write allocation. */
+ * die utilisation at saturation under the scheduler and the write allocation, gzipped traces. */
 #include "trace-util.h"
 
 #include <string.h>
+#include <zlib.h>
 
 /* The simulator on each sample: a closed-loop replay with a given capacity prints the
  * statistics document with the sample's commands. */
@@ -444,6 +445,110 @@ static void test_sim_write_saturation(void)
     g_free(out[1]);
 }
 
+/* @len bytes of @data gzip-compressed into a new temporary file named ...@suffix. */
+static char *write_gz(const char *data, size_t len, const char *suffix)
+{
+    char *tmpl = g_strconcat("nh-gz-XXXXXX", suffix, NULL), *path = NULL;
+    int fd = g_file_open_tmp(tmpl, &path, NULL);
+    gzFile gz;
+
+    g_assert_cmpint(fd, >=, 0);
+    close(fd);
+    gz = gzopen(path, "wb");
+    g_assert_nonnull(gz);
+    g_assert_cmpint(gzwrite(gz, data, (unsigned)len), ==, (int)len);
+    g_assert_cmpint(gzclose(gz), ==, Z_OK);
+    g_free(tmpl);
+    return path;
+}
+
+/* A gzipped trace, found by its magic (with and without a .gz name), replays to the same
+ * statistics document as its plain form; corrupt, truncated and falsely named ones are refused
+ * with zlib's reason. */
+static void test_sim_gzip(void)
+{
+    static const struct { const char *file, *format; } s[] = {
+        { "tpcc-4k.trace", "mqsim" }, { "blkparse.txt", "blkparse" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(s); i++) {
+        char *plain = sample_path(s[i].file), *text, *out[3], *errs = NULL;
+        size_t len;
+        char *gz[2];
+        int status;
+
+        g_assert_true(g_file_get_contents(plain, &text, &len, NULL));
+        gz[0] = write_gz(text, len, ".gz");
+        gz[1] = write_gz(text, len, ".trace");
+        for (int k = 0; k < 3; k++) {
+            char *args[] = { "--trace", k ? gz[k - 1] : plain, "--format",
+                             (char *)s[i].format, "--json", "--capacity", "2T", "--device",
+                             "ftl=dftl", NULL };
+            out[k] = run_sim(args, &status, &errs);
+            if (!g_spawn_check_wait_status(status, NULL)) {
+                g_error("%s (%d): %s", s[i].file, k, errs);
+            }
+            g_free(errs);
+        }
+        g_assert_true(g_str_has_prefix(out[0], "{"));
+        g_assert_cmpstr(out[1], ==, out[0]);
+        g_assert_cmpstr(out[2], ==, out[0]);
+        for (int k = 0; k < 3; k++) {
+            g_free(out[k]);
+        }
+        for (int k = 0; k < 2; k++) {
+            g_unlink(gz[k]);
+            g_free(gz[k]);
+        }
+        g_free(text);
+        g_free(plain);
+    }
+}
+
+static void test_sim_gzip_refusals(void)
+{
+    char *plain = sample_path("tpcc-4k.trace"), *text, *gz, *data;
+    size_t len, glen;
+    struct { const char *name; size_t cut; int flip; const char *want; } c[] = {
+        { "flipped byte", 0, 1, "corrupt or truncated gzip data (zlib: " },
+        { "cut in half", 1, 0, "unexpected end of file" },
+        { "plain text named .gz", 0, 0, "named .gz but not gzip data" },
+    };
+
+    g_assert_true(g_file_get_contents(plain, &text, &len, NULL));
+    gz = write_gz(text, len, ".gz");
+    g_assert_true(g_file_get_contents(gz, &data, &glen, NULL));
+    for (size_t i = 0; i < G_N_ELEMENTS(c); i++) {
+        char *p = g_build_filename(g_get_tmp_dir(), "nh-badgz.gz", NULL), *errs = NULL, *out;
+        char *args[] = { "--trace", p, "--format", "mqsim", "--json", NULL };
+        int status;
+
+        if (i == 2) {
+            g_assert_true(g_file_set_contents(p, text, (gssize)len, NULL));
+        } else {
+            char *bad = g_memdup2(data, glen);
+            bad[glen / 2] ^= (char)(c[i].flip ? 0x55 : 0);
+            g_assert_true(g_file_set_contents(p, bad, (gssize)(c[i].cut ? glen / 2 : glen),
+                                              NULL));
+            g_free(bad);
+        }
+        out = run_sim(args, &status, &errs);
+        g_assert_false(g_spawn_check_wait_status(status, NULL));
+        if (!strstr(errs, c[i].want)) {
+            g_error("%s: expected '%s' in: %s", c[i].name, c[i].want, errs);
+        }
+        g_free(out);
+        g_free(errs);
+        g_unlink(p);
+        g_free(p);
+    }
+    g_unlink(gz);
+    g_free(gz);
+    g_free(data);
+    g_free(text);
+    g_free(plain);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -458,5 +563,7 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/sim/fill-steady", test_sim_fill_steady);
     g_test_add_func("/trace/sim/saturation", test_sim_saturation);
     g_test_add_func("/trace/sim/write-saturation", test_sim_write_saturation);
+    g_test_add_func("/trace/sim/gzip", test_sim_gzip);
+    g_test_add_func("/trace/sim/gzip-refusals", test_sim_gzip_refusals);
     return g_test_run();
 }
