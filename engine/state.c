@@ -231,6 +231,15 @@ static bool save_image(const NhEngine *eng, const char *path, const void *fe, si
 bool nh_engine_save(const NhEngine *eng, const char *path, const void *fe, size_t fe_len,
                     GError **errp)
 {
+    /* A clean image is trusted on load: its mapping must hold every page the host wrote, and a
+     * page still dirty in the write buffer (a durable one keeps its pages across a Flush) is in
+     * no mapping the image carries. */
+    if (eng->buf && eng->buf->used) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "%s: not saved: the write buffer still holds "
+                    "%" G_GUINT64_FORMAT " dirty pages (nh_engine_finish() writes them to flash first)",
+                    path, eng->buf->used);
+        return false;
+    }
     return save_image(eng, path, fe, fe_len, true, errp);
 }
 

@@ -172,7 +172,7 @@ void nhc_state_save(NhcCtrl *n)
         return;
     }
     nhc_state_account_power_on(n);
-    nh_engine_drain(n->engine, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    nh_engine_finish(n->engine, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
     nhc_undo_clear(n);
     trace_nhc_state_save(n->state_path);
     if (!nh_engine_save(n->engine, n->state_path, &n->smart, sizeof(n->smart), &err)) {

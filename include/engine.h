@@ -27,7 +27,7 @@ typedef enum NhOp {
     NH_OP_READ,
     NH_OP_WRITE,
     NH_OP_TRIM,     /* deallocate: the pages become invalid, GC never copies them */
-    NH_OP_FLUSH,    /* drain volatile state; offset and length are ignored */
+    NH_OP_FLUSH,    /* drain volatile state; offset, length and stream are ignored */
 } NhOp;
 
 enum {
@@ -115,18 +115,21 @@ void nh_engine_media_bytes(const NhEngine *eng, NhMediaBytes *m);
 bool nh_engine_volatile_write_cache(const NhEngine *eng);
 
 /*
- * Write back everything volatile (the write buffer's dirty pages, the FTL's cached state) as a
- * Flush would, but as the device's own doing: no host command is counted.  Front ends call it
- * before a clean nh_engine_save(), so the saved mapping holds every page the host wrote.
+ * Write back everything volatile (a volatile write buffer's dirty pages, the FTL's cached
+ * state) as a Flush would, but as the device's own doing: no host command is counted.  A
+ * durable (capacitor-backed, STT-MRAM) write buffer keeps its pages, as it does on a Flush.
  * Returns when the flash work completes.
  */
 uint64_t nh_engine_drain(NhEngine *eng, uint64_t now);
 
 /*
- * The end of a run (the simulator's end of trace, preconditioning): nh_engine_drain(), but a
- * durable (capacitor-backed, STT-MRAM) write buffer is destaged too; what it cost is
- * counted both in the ordinary counters (so waf covers every page the host wrote) and on its
- * own under drain.* in the statistics.  Returns when the drain completes.
+ * The end of a run (the simulator's end of trace, preconditioning, the device's clean
+ * shutdown): nh_engine_drain(), but a durable write buffer is destaged too, as a real one is
+ * written to flash when power goes off cleanly; what it cost is counted both in the ordinary
+ * counters (so waf covers every page the host wrote) and on its own under drain.* in the
+ * statistics.  Front ends call it before a clean nh_engine_save(), which refuses to save while
+ * the write buffer holds dirty pages (the image's mapping would not have them).  Returns when
+ * the drain completes.
  */
 uint64_t nh_engine_finish(NhEngine *eng, uint64_t now);
 

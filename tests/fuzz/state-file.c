@@ -28,6 +28,7 @@
 #include <zlib.h>
 
 #include "engine.h"
+#include "fuzz-engine.h"
 #include "ba-manager.h"
 
 #define CAP (4u << 20)
@@ -65,16 +66,7 @@ static void cleanup(void)
 
 static NhEngine *engine(size_t kind)
 {
-    NhConfig cfg;
-    GError *err = NULL;
-    NhEngine *e;
-
-    nh_config_defaults(&cfg);
-    if (!nh_config_parse(&cfg, configs[kind], &err) || !(e = nh_engine_new(&cfg, CAP, &err))) {
-        fprintf(stderr, "state-file fuzzer: %s: %s\n", configs[kind], err->message);
-        abort();
-    }
-    return e;
+    return fuzz_engine("state-file fuzzer", configs[kind], CAP);
 }
 
 static void workload(NhEngine *e, uint32_t seed, int n)

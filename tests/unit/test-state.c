@@ -101,6 +101,47 @@ static void test_round_trip(void)
     nh_engine_free(b);
 }
 
+/*
+ * A durable write buffer keeps its pages across a Flush, so nh_engine_drain() leaves them in
+ * it; a clean image saved then would lack them, and the next start (which trusts a clean
+ * image) would see those pages as never written.  The save refuses, and nh_engine_finish()
+ * (what the device calls at a clean shutdown) writes them out first.  Found by the engine-ops
+ * fuzz target (tests/fuzz/engine-ops.c) on its first run.
+ */
+static void test_durable_buffer(void)
+{
+    const char *props = PROPS ",buffer=lru,buffer-size=64K,buffer-volatile=off";
+    NhEngine *a = unit_engine(props, CAP), *b = unit_engine(props, CAP);
+    char *path = tmp_path("state");
+    GBytes *fe = NULL;
+    bool clean = false;
+    GError *err = NULL;
+    uint64_t now = 1000, done;
+
+    for (uint64_t p = 0; p < 10; p++) {
+        NhRequest q = { .op = NH_OP_WRITE, .offset = p * 4096, .length = 4096 };
+        g_assert_true(nh_engine_submit(a, &q, now += 1000, &done, NULL));
+    }
+    now = nh_engine_drain(a, now);
+    g_assert_false(nh_engine_save(a, path, NULL, 0, &err));
+    g_assert_nonnull(strstr(err->message, "the write buffer still holds 10 dirty pages"));
+    g_clear_error(&err);
+    nh_engine_finish(a, now);
+    g_assert_true(nh_engine_save(a, path, NULL, 0, &err));
+    g_assert_no_error(err);
+    g_assert_true(nh_engine_load(b, path, &fe, &clean, &err));
+    g_assert_true(clean);
+    for (uint64_t p = 0; p < 10; p++) {
+        g_assert_true(nh_engine_is_mapped(b, p * 4096));
+    }
+    assert_same_mapping(a, b);
+    unit_check(b);
+    g_bytes_unref(fe);
+    nh_engine_free(a);
+    nh_engine_free(b);
+    remove_tmp(path);
+}
+
 static void test_refusals(void)
 {
     NhEngine *a = unit_engine(PROPS, CAP), *b = unit_engine(PROPS, CAP);
@@ -430,6 +471,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/state/round-trip", test_round_trip);
     g_test_add_func("/state/refusals", test_refusals);
+    g_test_add_func("/state/durable-buffer", test_durable_buffer);
     for (const char *const *f = (const char *const[]){ "page", "dftl", "bast", "fast", "sast",
                                                         NULL }; *f; f++) {
         g_autofree char *name = g_strdup_printf("/state/dirty/%s", *f);
