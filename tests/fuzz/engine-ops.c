@@ -253,7 +253,7 @@ static void write_seeds(const char *seeds)
     g_mkdir_with_parents(seeds, 0755);
     for (size_t k = 0; k < NCONFIGS; k++) {
         for (int busy = 0; busy < 2; busy++) {
-            size_t ops = busy ? 1500 : 300, n = 2 + ops * 8;
+            size_t ops = busy ? 500 : 300, n = 2 + ops * 8;
             g_autofree uint8_t *b = g_malloc(n);
             g_autofree char *p = g_strdup_printf("%s/%02zu-%s", seeds, k,
                                                  busy ? "writes" : "mixed");
