@@ -99,9 +99,11 @@ static void cleanup(void)
 #define FAIL(...) do { fprintf(stderr, "engine-ops: " __VA_ARGS__); fputc('\n', stderr); \
                        abort(); } while (0)
 
+static NhConfig parsed[NCONFIGS];
+
 static NhEngine *engine(size_t kind)
 {
-    return fuzz_engine("engine-ops", configs[kind], CAP);
+    return fuzz_engine_of("engine-ops", &parsed[kind], CAP);
 }
 
 static void compare(const Run *r, NhEngine *e, const char *when)
@@ -286,6 +288,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     state_path = g_build_filename(dir, "state", NULL);
     atexit(cleanup);
     for (size_t k = 0; k < NCONFIGS; k++) {
+        fuzz_config("engine-ops", configs[k], &parsed[k]);
         nh_engine_free(engine(k));     /* every configuration must be one the engine takes */
     }
     return 0;
