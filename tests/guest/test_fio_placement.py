@@ -1,5 +1,5 @@
-"""fio's own data placement against the device (issue 11): Debian trixie's fio 3.39 (the
-fio339 guest variant, guest-images/fio339) drives tagged writes through io_uring_cmd
+"""fio's own data placement against the device (issue 11): fio 3.41 built from Debian's source
+(the fio341 guest variant, guest-images/fio341) drives tagged writes through io_uring_cmd
 passthrough on the namespace's generic character device (/dev/ng0n1, Debian 12's kernel 6.1),
 unmodified: `dataplacement=fdp` with `plids=1,2` on a device with `fdp=on` (fio reads the
 placement identifiers with I/O Management Receive, then writes with DTYPE 2), and
@@ -20,12 +20,12 @@ SCRIPT = r"""#guest
 NG=$(echo $DEV | sed 's|/dev/nvme|/dev/ng|')
 %(setup)s
 snap before
-fio-trixie --name=tagged --filename=$NG --ioengine=io_uring_cmd --cmd_type=nvme \
+fio --name=tagged --filename=$NG --ioengine=io_uring_cmd --cmd_type=nvme \
     --rw=randwrite --bs=4k --size=%(mib)dM --iodepth=8 --randseed=5 \
     --dataplacement=%(mode)s --plids=1,2 --plid_select=roundrobin \
     --output=/mnt/share/fio.txt
 snap after
-fio-trixie --version > $S/version.txt
+fio --version > $S/version.txt
 """
 
 CASES = {
@@ -42,9 +42,9 @@ def test_fio_writes_land_on_the_plids_it_was_given(tmp_path, mode):
     device, setup = CASES[mode]
     script = SCRIPT % {"setup": setup, "mib": MIB, "mode": mode}
     status, out = vm(script, device=device, share=tmp_path, size="64M", timeout=900,
-                     guest="fio339")
+                     guest="fio341")
     check(status, out)
-    assert (tmp_path / "version.txt").read_text().startswith("fio-3.39"), out
+    assert (tmp_path / "version.txt").read_text().startswith("fio-3.41"), out
     fio = (tmp_path / "fio.txt").read_text()
     assert re.search(r"err= *0", fio), fio
     before = stats(tmp_path, "before")["ftl"]["placement"]["host_pages"]
