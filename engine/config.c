@@ -112,6 +112,7 @@ static const NhConfigKey front_end_keys[] = {
 typedef struct KeyList {
     NhConfigKey *keys;
     size_t n;
+    GHashTable *by_name;    /* name -> key: lookups run per statistics element and per command */
 } KeyList;
 
 static void append_keys(GArray *a, const NhConfigKey *k, size_t n, size_t *slot)
@@ -161,10 +162,11 @@ static const KeyList *all_keys(void)
         append_keys(a, front_end_keys, G_N_ELEMENTS(front_end_keys), NULL);
         list.n = a->len;
         list.keys = (NhConfigKey *)(void *)g_array_free(a, FALSE);
+        list.by_name = g_hash_table_new(g_str_hash, g_str_equal);
         for (size_t i = 0; i < list.n; i++) {
-            for (size_t j = 0; j < i; j++) {
-                g_assert(strcmp(list.keys[i].name, list.keys[j].name));  /* names are unique */
-            }
+            bool fresh = g_hash_table_insert(list.by_name, (gpointer)list.keys[i].name,
+                                             &list.keys[i]);
+            g_assert(fresh);    /* names are unique */
         }
         g_once_init_leave(&done, 1);
     }
@@ -184,14 +186,7 @@ const NhConfigKey *nh_config_key(size_t i)
 
 const NhConfigKey *nh_config_find(const char *key)
 {
-    const KeyList *l = all_keys();
-
-    for (size_t i = 0; i < l->n; i++) {
-        if (strcmp(l->keys[i].name, key) == 0) {
-            return &l->keys[i];
-        }
-    }
-    return NULL;
+    return g_hash_table_lookup(all_keys()->by_name, key);
 }
 
 static void store(NhConfig *cfg, const NhConfigKey *k, uint64_t v)
