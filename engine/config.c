@@ -112,7 +112,7 @@ static const NhConfigKey front_end_keys[] = {
 typedef struct KeyList {
     NhConfigKey *keys;
     size_t n;
-    GHashTable *by_name;    /* name -> key: lookups run per statistics element and per command */
+    GHashTable *by_name;    /* name -> key: looked up per element of every statistics document */
 } KeyList;
 
 static void append_keys(GArray *a, const NhConfigKey *k, size_t n, size_t *slot)

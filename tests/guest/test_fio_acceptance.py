@@ -28,11 +28,11 @@ T = "/usr/local/share/fio/t"
 SUMMARY = re.compile(r"^(\d+) test\(s\) passed, (\d+) failed, (\d+) skipped$", re.M)
 
 CASES = {
-    # (device, namespace size, commands before the script, fio's test count)
-    "streams": ("streams=16", "1G",
+    # (device, commands before the script, fio's test count); a 1 GiB namespace each
+    "streams": ("streams=16",
                 "nvme dir-send $DEV --namespace-id=1 --dir-type=0 --dir-oper=1 "
                 "--target-dir=1 --endir=1", 14),
-    "fdp": ("fdp=on,streams=7,lba-size=4096", "1G", ":", 41),
+    "fdp": ("fdp=on,streams=7,lba-size=4096", ":", 41),
 }
 
 SCRIPT = r"""#guest
@@ -48,9 +48,9 @@ echo $rc > $S/runner.rc
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_fio_acceptance_script_passes(tmp_path, name):
-    device, size, setup, tests = CASES[name]
+    device, setup, tests = CASES[name]
     status, out = vm(SCRIPT % {"setup": setup, "t": T, "name": name}, device=device,
-                     share=tmp_path, size=size, timeout=3600, guest=GUEST)
+                     share=tmp_path, size="1G", timeout=3600, guest=GUEST)
     check(status, out)
     runner = (tmp_path / "runner.txt").read_text()
     print(runner[-3000:])
