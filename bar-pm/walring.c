@@ -47,8 +47,42 @@ _Static_assert(sizeof(sb) == 64 && sizeof(rec) == REC_HDR, "layout");
 
 /* ------------------------------------------------------------------------------ CRC-32C */
 
+/* Every byte a database logs is checksummed here, so the CRC is most of what an append costs
+ * the guest's CPU beside the copy: the byte-wise table loop takes 8 instructions a byte, 75,000
+ * for a PostgreSQL commit's 9 KiB of WAL pages.  SSE4.2's crc32 instruction computes the same
+ * CRC-32C (Castagnoli, reflected) 8 bytes at a time; the table loop is kept for CPUs without it
+ * (QEMU's default qemu64 model among them). */
+
 static uint32_t crc_table[256];
+static uint32_t (*crc_update)(uint32_t crc, const uint8_t *p, size_t len);
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static uint32_t crc_update_table(uint32_t crc, const uint8_t *p, size_t len)
+{
+    while (len--) {
+        crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    }
+    return crc;
+}
+
+__attribute__((target("sse4.2")))
+static uint32_t crc_update_sse42(uint32_t crc, const uint8_t *p, size_t len)
+{
+    uint64_t c = crc;
+
+    for (; len && ((uintptr_t)p & 7); len--) {
+        c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+    }
+    for (; len >= 8; len -= 8, p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = __builtin_ia32_crc32di(c, w);
+    }
+    for (; len; len--) {
+        c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+    }
+    return (uint32_t)c;
+}
 
 static void crc_init(void)
 {
@@ -59,18 +93,20 @@ static void crc_init(void)
         }
         crc_table[i] = c;
     }
+    __builtin_cpu_init();
+    crc_update = __builtin_cpu_supports("sse4.2") ? crc_update_sse42 : crc_update_table;
 }
 
 uint32_t wr_crc32c(uint32_t crc, const void *buf, size_t len)
 {
-    const uint8_t *p = buf;
-
     pthread_once(&crc_once, crc_init);
-    crc = ~crc;
-    while (len--) {
-        crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-    }
-    return ~crc;
+    return ~crc_update(~crc, buf, len);
+}
+
+uint32_t wr_crc32c_portable(uint32_t crc, const void *buf, size_t len)
+{
+    pthread_once(&crc_once, crc_init);
+    return ~crc_update_table(~crc, buf, len);
 }
 
 /* ------------------------------------------------------------------------------ memory */

@@ -133,7 +133,11 @@ int wr_pending_has(walring *r, const char *path);
 /* Bytes of the ring in use. */
 uint64_t wr_used(const walring *r);
 
+/* CRC-32C of @buf continuing @crc (0 to start): with SSE4.2's crc32 instruction when the CPU
+ * has it.  wr_crc32c_portable is the table loop used otherwise, exposed so that the tests hold
+ * the two to the same answers. */
 uint32_t wr_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t wr_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 
 #ifdef __cplusplus
 }
