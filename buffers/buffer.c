@@ -527,9 +527,15 @@ void nh_buf_trim(NhBuf *b, uint64_t lpn, uint64_t npages)
     }
 }
 
+typedef struct LostPage {
+    uint64_t lpn;
+    uint32_t mask;
+} LostPage;
+
 void nh_buf_power_loss(NhBuf *b, NhBufLostFn lost, void *opaque)
 {
-    GPtrArray *dirty = g_ptr_array_new();
+    g_autoptr(GArray) gone = g_array_new(FALSE, FALSE, sizeof(LostPage));
+    g_autoptr(GPtrArray) dirty = g_ptr_array_new();
     GHashTableIter it;
     gpointer key, val;
 
@@ -542,12 +548,20 @@ void nh_buf_power_loss(NhBuf *b, NhBufLostFn lost, void *opaque)
             g_ptr_array_add(dirty, val);
         }
     }
+    /* Every lost page leaves the buffer before anyone hears of it: a front end that writes the
+     * old data back from @lost may run its event loop, and requests it then serves change the
+     * buffer (a page it evicts would be freed under this loop: seen as lost durable data in the
+     * power-cut campaign). */
     for (guint i = 0; i < dirty->len; i++) {
         NhBufPage *pg = dirty->pdata[i];
-        lost(opaque, pg->lpn, pg->mask);
+        LostPage l = { pg->lpn, pg->mask };
+        g_array_append_val(gone, l);
         trim_one(b, pg);
     }
-    g_ptr_array_free(dirty, TRUE);
+    for (guint i = 0; i < gone->len; i++) {
+        LostPage *l = &g_array_index(gone, LostPage, i);
+        lost(opaque, l->lpn, l->mask);
+    }
 }
 
 uint64_t nh_buf_flush(NhBuf *b, uint64_t now)

@@ -358,6 +358,9 @@ static void nhc_set_power_cut(Object *obj, bool value, Error **errp)
         return;
     }
     trace_nhc_power_cut();
+    /* Waiting for the vCPUs lets them ring doorbells, and the restore of lost data below runs
+     * the block layer's event loop, where the fetch would run: nothing is fetched any more. */
+    n->power_cut = true;
     pause_all_vcpus();
     nhc_state_power_loss(n);
     nhc_ba_power_loss(n);

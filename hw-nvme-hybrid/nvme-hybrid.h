@@ -208,6 +208,7 @@ struct NhcCtrl {
     QTAILQ_HEAD(, NhcSQ) dying_sqs; /* deleted, waiting for their requests to end */
     bool            resetting;      /* CC.EN 1 -> 0 waits for dying_sqs; RDY stays 1 */
     bool            fetching;       /* in nhc_fetch_bh (a nested event loop must not loop) */
+    bool            power_cut;      /* the power is going: fetch nothing more (ctrl.c) */
     uint32_t        num_queues;     /* max_ioqpairs + 1 */
     uint32_t        num_vectors;
 

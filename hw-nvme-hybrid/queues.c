@@ -467,6 +467,9 @@ static uint32_t nhc_process_sq(NhcSQ *sq, uint32_t burst)
     if (sq->fetching) {
         return 0;   /* the loop below picks up what a nested completion made possible */
     }
+    if (n->power_cut) {
+        return 0;   /* the power is going (nhc_set_power_cut) */
+    }
     nhc_shadow_read(n, sq->db_addr, sq->size, &sq->tail);
     sq->fetching = true;
     while (burst-- && nhc_sq_can_fetch(sq)) {
