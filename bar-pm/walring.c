@@ -70,9 +70,6 @@ static uint32_t crc_update_sse42(uint32_t crc, const uint8_t *p, size_t len)
 {
     uint64_t c = crc;
 
-    for (; len && ((uintptr_t)p & 7); len--) {
-        c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
-    }
     for (; len >= 8; len -= 8, p += 8) {
         uint64_t w;
         memcpy(&w, p, 8);

@@ -535,7 +535,6 @@ typedef struct LostPage {
 void nh_buf_power_loss(NhBuf *b, NhBufLostFn lost, void *opaque)
 {
     g_autoptr(GArray) gone = g_array_new(FALSE, FALSE, sizeof(LostPage));
-    g_autoptr(GPtrArray) dirty = g_ptr_array_new();
     GHashTableIter it;
     gpointer key, val;
 
@@ -544,19 +543,18 @@ void nh_buf_power_loss(NhBuf *b, NhBufLostFn lost, void *opaque)
     }
     g_hash_table_iter_init(&it, b->pages_idx);
     while (g_hash_table_iter_next(&it, &key, &val)) {
-        if (((NhBufPage *)val)->dirty) {
-            g_ptr_array_add(dirty, val);
+        NhBufPage *pg = val;
+        if (pg->dirty) {
+            LostPage l = { pg->lpn, pg->mask };
+            g_array_append_val(gone, l);
         }
     }
     /* Every lost page leaves the buffer before anyone hears of it: a front end that writes the
      * old data back from @lost may run its event loop, and requests it then serves change the
-     * buffer (a page it evicts would be freed under this loop: seen as lost durable data in the
-     * power-cut campaign). */
-    for (guint i = 0; i < dirty->len; i++) {
-        NhBufPage *pg = dirty->pdata[i];
-        LostPage l = { pg->lpn, pg->mask };
-        g_array_append_val(gone, l);
-        trim_one(b, pg);
+     * buffer (a page they evicted would be freed under this loop: seen as lost durable data in
+     * the power-cut campaign). */
+    for (guint i = 0; i < gone->len; i++) {
+        trim_one(b, g_hash_table_lookup(b->pages_idx, &g_array_index(gone, LostPage, i).lpn));
     }
     for (guint i = 0; i < gone->len; i++) {
         LostPage *l = &g_array_index(gone, LostPage, i);

@@ -164,8 +164,8 @@ uint64_t nh_buf_read(NhBuf *b, uint64_t lpn, uint64_t npages, uint64_t offset, u
                      uint64_t now);
 void nh_buf_trim(NhBuf *b, uint64_t lpn, uint64_t npages);
 /* Power fails: a volatile buffer's dirty pages are gone, never destaged; @lost hears of each
- * (its sectors in @mask) after all of them have left the buffer, so it may use the engine.  A
- * capacitor-backed buffer loses nothing. */
+ * (its sectors in @mask) after all of them have left the buffer, so requests served meanwhile
+ * find it consistent.  A capacitor-backed buffer loses nothing. */
 typedef void (*NhBufLostFn)(void *opaque, uint64_t lpn, uint32_t mask);
 void nh_buf_power_loss(NhBuf *b, NhBufLostFn lost, void *opaque);
 /* volatile: destage every dirty page; durable: nothing to do */

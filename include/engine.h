@@ -155,9 +155,11 @@ void nh_engine_set_conditioning(NhEngine *eng, const NhConditioning *c);
 
 /*
  * Power fails.  What a volatile write buffer held dirty is lost: @lost is told each lost byte
- * range (sector granular) so the front end can make the data match (the device deallocates
- * it: it reads back as zeroes), and the model forgets it.  A capacitor-backed buffer and the
- * stripe-merge staging area (capacitor-protected) lose nothing.  The engine stays usable.
+ * range (sector granular) so the front end can make the data match (the device puts back what
+ * the sectors held before, or zeroes), and the model forgets it.  Every lost page has left the
+ * buffer before the first call, so requests served meanwhile (a front end's event loop) find
+ * it consistent.  A capacitor-backed buffer and the stripe-merge staging area
+ * (capacitor-protected) lose nothing.  The engine stays usable.
  */
 typedef void (*NhEngineLostFn)(void *opaque, uint64_t offset, uint64_t length);
 void nh_engine_power_loss(NhEngine *eng, NhEngineLostFn lost, void *opaque);
