@@ -12,7 +12,9 @@ the modes rotates from one repetition to the next) and, in each mode, each clien
           appendfsync everysec): acknowledged commits may be lost on a power cut
 
 Workloads: pgbench -N (simple update: at scale 1 the TPC-B-like branch update serializes every
-client on one row) for --duration seconds; db_bench readrandomwriterandom (YCSB-A-like: 50%
+client on one row) for --duration seconds; "linkbench": PostgreSQL again, LinkBench's operation
+mix on a graph of --linkbench-nodes nodes (scripts/linkbench/, loaded at the start), for
+--duration seconds, its commit latency that of the write transactions; db_bench readrandomwriterandom (YCSB-A-like: 50%
 reads, 50% updates of 64-byte values) on a database filled at the start, for --duration seconds;
 redis-benchmark SET of 64-byte values (the write half of YCSB-A; GETs do not touch the AOF),
 as many requests as the previous run of that mode and client count made in --duration seconds.
@@ -36,12 +38,22 @@ ROCKS_DB = DB + "/rocksdb/ycsb"
 REDIS_SOCK = "/run/redis/redis.sock"
 LIB_ENV = {"LD_PRELOAD": "/usr/local/lib/libnhwal.so"}
 ROCKS_LIB_ENV = dict(LIB_ENV, NHWAL_RING="rocksdb", NHWAL_PATTERN=DB + "/rocksdb/*/*.log")
-RING_OF = {"pg": "pg", "rocksdb": "rocksdb", "redis": "redis"}
+RING_OF = {"pg": "pg", "linkbench": "pg", "rocksdb": "rocksdb", "redis": "redis"}
+SERVER_OF = {"pg": "pg", "linkbench": "pg", "redis": "redis"}   # db_bench is its own process
+LINKBENCH = SHARE + "/linkbench"
+# LinkBench's request mix (its config/FBWorkload.properties, from Facebook's production graph
+# workload), percent; pgbench takes whole weights, so thousandths of a percent.
+LINKBENCH_MIX = {"addlink": 8.9886601, "deletelink": 2.9907664, "updatelink": 8.0122125,
+                 "countlink": 4.8863567, "getlink": 0.5261142, "getlinklist": 50.7119145,
+                 "getnode": 12.9326683, "addnode": 2.5732789, "updatenode": 7.366437,
+                 "deletenode": 1.0115914}
+LINKBENCH_WRITES = ("addlink", "deletelink", "updatelink", "addnode", "updatenode", "deletenode")
 
 
 def sh(args, env=None, check=True):
+    # In /tmp: runuser keeps root's working directory, which the postgres user may not enter.
     r = subprocess.run(args, env=dict(os.environ, **(env or {})), stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True)
+                       stderr=subprocess.STDOUT, text=True, cwd="/tmp")
     if check and r.returncode:
         raise SystemExit("dblog-bench-guest: %s failed (%d):\n%s"
                          % (" ".join(args), r.returncode, r.stdout[-3000:]))
@@ -76,8 +88,9 @@ class Bench:
     def server_mode(self, engine, mode):
         """(Re)start the engine's server for @mode: with the library for window, without
         for block and async; async's own settings are per run (pg) or set here (redis)."""
-        if engine not in self.server_lib:
+        if engine not in SERVER_OF:
             return
+        engine = SERVER_OF[engine]
         lib = mode == "window"
         if self.server_lib[engine] != lib:
             sh(["nh-db-setup", "--restart"] + (["--wal"] if lib else []) + [engine])
@@ -86,24 +99,50 @@ class Bench:
             sh(["redis-cli", "-s", REDIS_SOCK, "config", "set", "appendfsync",
                 "everysec" if mode == "async" else "always"])
 
-    def run_pg(self, mode, clients):
+    def pgbench(self, mode, clients, workload, db, commit_scripts=None):
+        """pgbench for --duration s: its throughput (transactions a second), and the commits
+        and their latency from its per-transaction log, counting only the scripts numbered in
+        @commit_scripts when given (the others only read, and commit nothing to the WAL)."""
         logdir = "/tmp/pgb"
         shutil.rmtree(logdir, ignore_errors=True)
         os.mkdir(logdir)
         os.chmod(logdir, 0o777)
         env = {"PGOPTIONS": "-c synchronous_commit=off"} if mode == "async" else {}
         out = sh(["runuser", "-u", "postgres", "--", "env"] + ["%s=%s" % kv for kv in env.items()]
-                 + ["pgbench", "-h", "/run/postgresql", "-N", "-n", "-c", str(clients),
+                 + ["pgbench", "-h", "/run/postgresql", "-n", "-c", str(clients),
                     "-j", str(min(clients, 2)), "-T", str(self.o.duration), "-l",
-                    "--log-prefix=%s/tx" % logdir, "postgres"])
-        commits = int(re.search(r"actually processed: ([0-9]+)", out).group(1))
+                    "--log-prefix=%s/tx" % logdir] + workload + [db])
         tps = float(re.search(r"^tps = ([0-9.]+)", out, re.M).group(1))
         lat = []
         for name in os.listdir(logdir):
             with open(os.path.join(logdir, name)) as f:
-                lat += [int(line.split()[2]) for line in f if line.strip()]
-        return dict(throughput=tps, commits=commits, lat_mean_us=sum(lat) / max(1, len(lat)),
+                # client, transaction, latency us, script, epoch s, us
+                rows = [line.split() for line in f if line.strip()]
+            lat += [int(r[2]) for r in rows if commit_scripts is None or int(r[3]) in commit_scripts]
+        return dict(throughput=tps, commits=len(lat), lat_mean_us=sum(lat) / max(1, len(lat)),
                     lat_p99_us=percentile(lat, 99) if lat else 0.0)
+
+    def run_pg(self, mode, clients):
+        return self.pgbench(mode, clients, ["-N"], "postgres")
+
+    def load_linkbench(self):
+        sh(["runuser", "-u", "postgres", "--", "createdb", "-h", "/run/postgresql", "linkdb"])
+        sh(["runuser", "-u", "postgres", "--", "psql", "-q", "-h", "/run/postgresql",
+            "-v", "maxid=%d" % self.o.linkbench_nodes, "-f", LINKBENCH + "/schema.sql", "linkdb"])
+
+    def run_linkbench(self, mode, clients):
+        workload = ["-D", "maxid=%d" % self.o.linkbench_nodes]
+        for op, percent in LINKBENCH_MIX.items():
+            workload += ["-f", "%s/%s.sql@%d" % (LINKBENCH, op, round(percent * 1000))]
+        r = self.pgbench(mode, clients, workload, "linkdb",
+                         {i for i, op in enumerate(LINKBENCH_MIX) if op in LINKBENCH_WRITES})
+        # The graph's own invariant: every count is its number of visible links.
+        bad = sh(["runuser", "-u", "postgres", "--", "psql", "-At", "-h", "/run/postgresql",
+                  "-c", "SELECT count(*) FROM lb_check", "linkdb"]).strip()
+        if bad != "0":
+            raise SystemExit("dblog-bench-guest: linkbench: %s link counts differ from the "
+                             "visible links after a %s run" % (bad, mode))
+        return r
 
     def run_rocksdb(self, mode, clients):
         out = sh(["db_bench", "--benchmarks=readrandomwriterandom", "--use_existing_db=1",
@@ -151,6 +190,8 @@ class Bench:
     def main(self):
         o = self.o
         sh(["nh-db-setup", "--wal", "pg", "redis", "rocksdb"])
+        if "linkbench" in o.engines:
+            self.load_linkbench()
         if "rocksdb" in o.engines:
             sh(["db_bench", "--benchmarks=fillrandom", "--db=" + ROCKS_DB,
                 "--num=%d" % o.rocks_keys, "--value_size=64", "--sync=false"])
@@ -172,6 +213,7 @@ def main():
     ap.add_argument("--reps", type=int, required=True)
     ap.add_argument("--duration", type=int, required=True)
     ap.add_argument("--rocks-keys", type=int, default=20000)
+    ap.add_argument("--linkbench-nodes", type=int, default=10000)
     Bench(ap.parse_args()).main()
 
 
