@@ -1,12 +1,14 @@
 """The db guest variant (guest-images/db, docs/dblog.md): PostgreSQL 15, RocksDB's db_bench and
 Redis 7 from Debian's packages run on the nvme-hybrid namespace, set up by nh-db-setup, on the
 block path and with their logs on the BAR1 window (libnhwal.so)."""
+import os
 import re
+import shutil
 import subprocess
 
 import pytest
 
-from conftest import VM_EXEC, check, vm
+from conftest import REPO, VM_EXEC, check, vm
 
 # A tiny run of each engine's benchmark; every one must report its own success.
 BENCH = r"""
@@ -16,6 +18,16 @@ cd /
 runuser -u postgres -- pgbench -h /run/postgresql -c 2 -j 1 -t 20 postgres > /tmp/pgbench.out 2>&1 ||
     { cat /tmp/pgbench.out; exit 1; }
 grep -E "actually processed|^tps" /tmp/pgbench.out
+# bench-dblog's Linkbench-like graph (scripts/linkbench): every operation, 4 writers at once,
+# then its invariant (lb_check lists the link counts that are not their visible links).
+cp -r /mnt/share/linkbench /tmp/lb     # the share is the test's, which postgres may not read
+runuser -u postgres -- createdb -h /run/postgresql linkdb
+runuser -u postgres -- psql -q -h /run/postgresql -v maxid=1000 -f /tmp/lb/schema.sql linkdb
+runuser -u postgres -- pgbench -h /run/postgresql -n -c 4 -j 2 -t 50 -D maxid=1000 \
+    $(for f in /tmp/lb/*.sql; do [ $f = /tmp/lb/schema.sql ] || echo -f $f; done) \
+    linkdb > /tmp/linkbench.out 2>&1 || { cat /tmp/linkbench.out; exit 1; }
+grep -E "actually processed|failed transactions" /tmp/linkbench.out
+echo "linkbench wrong counts: $(runuser -u postgres -- psql -At -h /run/postgresql -c 'SELECT count(*) FROM lb_check' linkdb)"
 %(rocks_env)s db_bench --benchmarks=fillseq,readrandom --db=/mnt/db/rocksdb/b --num=300 \
     --value_size=64 --sync=true --threads=1 2>&1 | grep -E "^(fillseq|readrandom) +:"
 redis-benchmark -s /run/redis/redis.sock -n 200 -c 4 -d 64 -t set,get --csv
@@ -31,6 +43,9 @@ ROCKS_WAL_ENV = ("LD_PRELOAD=/usr/local/lib/libnhwal.so NHWAL_RING=rocksdb "
 
 def _check_benchmarks(out):
     assert "number of transactions actually processed: 40/40" in out, out
+    assert "number of transactions actually processed: 200/200" in out, out
+    assert "number of failed transactions: 0 (0.000%)" in out, out
+    assert "linkbench wrong counts: 0\n" in out, out
     assert re.search(r"^tps = [0-9.]+", out, re.M), out
     fill = re.search(r"^fillseq +: +[0-9.]+ micros/op ([0-9]+) ops/sec", out, re.M)
     assert fill and int(fill.group(1)) > 0, out
@@ -44,12 +59,13 @@ def _check_benchmarks(out):
 # The block-path baseline is the slow selection's (make check-slow): make check keeps the
 # window run, which also exercises every engine's start, benchmark and log on the ring.
 @pytest.mark.parametrize("wal", [pytest.param("block", marks=pytest.mark.slow), "window"])
-def test_db_guest_benchmarks(monkeypatch, wal):
+def test_db_guest_benchmarks(monkeypatch, tmp_path, wal):
     monkeypatch.setenv("NVME_HYBRID_GUEST", "db")
     on_window = wal == "window"
     script = BENCH % {"wal": "--wal" if on_window else "",
                       "rocks_env": ROCKS_WAL_ENV if on_window else ""}
-    status, out = vm(script, size="1G", timeout=400)
+    shutil.copytree(os.path.join(REPO, "scripts", "linkbench"), tmp_path / "linkbench")
+    status, out = vm(script, size="1G", timeout=400, share=tmp_path)
     check(status, out, "the three benchmarks")
     _check_benchmarks(out)
     if on_window:
