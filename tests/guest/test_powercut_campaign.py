@@ -1,7 +1,8 @@
 """scripts/powercut-campaign in short: three rounds on the device as it is report nothing lost
 (and exit 0); the same campaign with the test-only broken durability rule x-flush-no-drain
 (Flush completes without draining the volatile buffer) reports acknowledged, flushed bytes
-lost (and exits 1), so the checker can fail."""
+lost (and exits 1), so the checker can fail; run as two chunks at once (--chunk, --jobs), whose
+losses must reach the totals."""
 import json
 import os
 import re
@@ -39,8 +40,13 @@ def test_campaign_loses_nothing(tmp_path):
 
 
 def test_campaign_catches_a_flush_that_does_not_drain(tmp_path):
+    # Chunks of 2 and 1 rounds on their own disks, seeds 4 and 5, both at once.
     r, (lost, wlost, inconsistent), doc = campaign(
         tmp_path, "--seed", "4", "--device", "x-flush-no-drain=on", "--volatile", "on",
-        "--cut", "qmp", "--min-cut", "1.5", "--p-window", "0")
+        "--cut", "qmp", "--min-cut", "1.5", "--p-window", "0", "--chunk", "2", "--jobs", "2")
     assert r.returncode == 1, r.stdout
     assert lost > 0 and doc["lost_by_class"]["durable-flush"] > 0, r.stdout
+    assert [(c["seed"], c["rounds"]) for c in doc["chunks"]] == [(4, 2), (5, 1)], doc["chunks"]
+    assert lost == sum(c["lost_bytes"] for c in doc["chunks"]), doc["chunks"]
+    for i in (0, 1):
+        assert (tmp_path / "work" / ("chunk-%d.out" % i)).exists()
