@@ -190,6 +190,9 @@ class Bench:
     def main(self):
         o = self.o
         sh(["nh-db-setup", "--wal", "pg", "redis", "rocksdb"])
+        g = json.loads(sh(["nvme-hybrid-stats"]))["geometry"]
+        with open(os.path.join(SHARE, "device-timing.json"), "w") as f:
+            json.dump({"t_read_ns": g["t_read_ns"], "t_prog_ns": g["t_prog_ns"]}, f)
         if "linkbench" in o.engines:
             self.load_linkbench()
         if "rocksdb" in o.engines:
