@@ -14,8 +14,9 @@ the modes rotates from one repetition to the next) and, in each mode, each clien
 Workloads: pgbench -N (simple update: at scale 1 the TPC-B-like branch update serializes every
 client on one row) for --duration seconds; "linkbench": PostgreSQL again, LinkBench's operation
 mix on a graph of --linkbench-nodes nodes (scripts/linkbench/, loaded at the start), for
---duration seconds, its commit latency that of the write transactions; db_bench readrandomwriterandom (YCSB-A-like: 50%
-reads, 50% updates of 64-byte values) on a database filled at the start, for --duration seconds;
+--duration seconds, its commit latency that of the write transactions; db_bench
+readrandomwriterandom (YCSB-A-like: 50% reads, 50% updates of 64-byte values) on a database
+filled at the start, for --duration seconds;
 redis-benchmark SET of 64-byte values (the write half of YCSB-A; GETs do not touch the AOF),
 as many requests as the previous run of that mode and client count made in --duration seconds.
 
@@ -84,21 +85,22 @@ class Bench:
         self.o = o
         self.server_lib = {"pg": True, "redis": True}     # nh-db-setup --wal started them so
         self.redis_rate = {}                              # (mode, clients) -> SETs per second
-        self.cold = {e for e in o.engines if SERVER_OF.get(e) == "pg"}   # see run()
+        self.pg_engines = {e for e in o.engines if SERVER_OF.get(e) == "pg"}
+        self.cold = set(self.pg_engines)                  # see run()
 
     def server_mode(self, engine, mode):
         """(Re)start the engine's server for @mode: with the library for window, without
         for block and async; async's own settings are per run (pg) or set here (redis)."""
         if engine not in SERVER_OF:
             return
-        engine = SERVER_OF[engine]
+        server = SERVER_OF[engine]
         lib = mode == "window"
-        if self.server_lib[engine] != lib:
-            sh(["nh-db-setup", "--restart"] + (["--wal"] if lib else []) + [engine])
-            self.server_lib[engine] = lib
-            if engine == "pg":
-                self.cold |= {e for e in self.o.engines if SERVER_OF.get(e) == "pg"}
-        if engine == "redis":
+        if self.server_lib[server] != lib:
+            sh(["nh-db-setup", "--restart"] + (["--wal"] if lib else []) + [server])
+            self.server_lib[server] = lib
+            if server == "pg":
+                self.cold |= self.pg_engines
+        if server == "redis":
             sh(["redis-cli", "-s", REDIS_SOCK, "config", "set", "appendfsync",
                 "everysec" if mode == "async" else "always"])
 
