@@ -11,6 +11,7 @@
  * docs/bar-pm.md is the user-facing description.
  */
 #include "qemu/osdep.h"
+#include "qemu/bitmap.h"
 #include "qemu/log.h"
 #include "qemu/error-report.h"
 #include "qapi/error.h"
@@ -173,27 +174,6 @@ static bool nhc_writes_in_flight(NhcCtrl *n, uint64_t slba, uint64_t nlb)
     return false;
 }
 
-/* Must @req wait for something admitted before it? */
-static bool nhc_ba_blocked(NhcCtrl *n, NhcReq *req)
-{
-    uint64_t off, slba, nlb;
-
-    if (req->cmd.opcode == NHC_ADM_BA_PIN) {
-        nhc_ba_pin_args(req, &off, &slba, &nlb);
-        return nhc_writes_in_flight(n, slba, nlb);
-    }
-    for (guint i = 0; i < n->ba_ops->len; i++) {
-        NhcReq *other = g_ptr_array_index(n->ba_ops, i);
-        if (other == req) {
-            break;
-        }
-        if (other->cmd.opcode != NHC_ADM_BA_PIN && nhc_ba_eid(other) == nhc_ba_eid(req)) {
-            return true;
-        }
-    }
-    return false;
-}
-
 static void nhc_ba_move_cb(void *opaque, int ret)
 {
     NhcReq *req = opaque;
@@ -274,9 +254,16 @@ static void nhc_ba_start(NhcCtrl *n, NhcReq *req)
     nhc_ba_move(n, req, true, e->offset, e->slba, e->nlb << n->lba_shift);
 }
 
-/* Start every waiting BA command nothing holds back any more. */
-void nhc_ba_kick(NhcCtrl *n)
+/*
+ * Start every waiting BA command nothing holds back any more: a BA_PIN once no write to its
+ * LBAs is in flight, a BA_SYNC or BA_FLUSH once no command of its entry was admitted before it.
+ * One pass in admission order, marking the entries held so far, so a pass is linear in the
+ * commands however many wait on one entry (a guest can queue a thousand); a start may end
+ * requests and change the array, so the pass begins again after each.
+ */
+static void nhc_ba_kick(NhcCtrl *n)
 {
+    DECLARE_BITMAP(held, NH_BA_MAX_ENTRIES);
     bool started;
 
     if (!n->ba_ops || n->ba_kicking) {
@@ -285,9 +272,21 @@ void nhc_ba_kick(NhcCtrl *n)
     n->ba_kicking = true;
     do {
         started = false;
+        bitmap_zero(held, NH_BA_MAX_ENTRIES);
         for (guint i = 0; i < n->ba_ops->len; i++) {
             NhcReq *req = g_ptr_array_index(n->ba_ops, i);
-            if (req->ba_waiting && !nhc_ba_blocked(n, req)) {
+            uint32_t eid = nhc_ba_eid(req);     /* admitted: below n->ba->entries */
+            uint64_t off, slba, nlb;
+            bool blocked;
+
+            if (req->cmd.opcode == NHC_ADM_BA_PIN) {
+                nhc_ba_pin_args(req, &off, &slba, &nlb);
+                blocked = req->ba_waiting && nhc_writes_in_flight(n, slba, nlb);
+            } else {
+                blocked = test_bit(eid, held);
+                set_bit(eid, held);
+            }
+            if (req->ba_waiting && !blocked) {
                 req->ba_waiting = false;
                 nhc_ba_start(n, req);   /* may end requests: the array changes */
                 started = true;
@@ -298,10 +297,34 @@ void nhc_ba_kick(NhcCtrl *n)
     n->ba_kicking = false;
 }
 
-void nhc_ba_forget(NhcCtrl *n, NhcReq *req)
+/* Does a waiting BA_PIN wait for @req, a write that is ending? */
+static bool nhc_ba_pin_waits_for(NhcCtrl *n, NhcReq *req)
 {
-    if (n->ba_ops) {
-        g_ptr_array_remove(n->ba_ops, req);
+    for (guint i = 0; i < n->ba_ops->len; i++) {
+        NhcReq *pin = g_ptr_array_index(n->ba_ops, i);
+        uint64_t off, slba, nlb;
+
+        if (pin->cmd.opcode == NHC_ADM_BA_PIN && pin->ba_waiting) {
+            nhc_ba_pin_args(pin, &off, &slba, &nlb);
+            if (nhc_lbas_overlap(slba, nlb, req->lba_lo, req->lba_hi - req->lba_lo)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* @req has ended (completed or aborted): a BA command leaves the list, and what waited for it
+ * (a command of its entry, a BA_PIN waiting for its writes) may start.  Other requests end
+ * without a pass over the list. */
+void nhc_ba_req_ended(NhcCtrl *n, NhcReq *req)
+{
+    if (!n->ba_ops) {
+        return;
+    }
+    if (g_ptr_array_remove(n->ba_ops, req) ||
+        (req->lba_hi && nhc_ba_pin_waits_for(n, req))) {
+        nhc_ba_kick(n);
     }
 }
 

@@ -226,9 +226,7 @@ static void nhc_req_release(NhcReq *req)
     if (req->qsg.sg) {
         qemu_sglist_destroy(&req->qsg);
     }
-    nhc_ba_forget(n, req);
-    /* A write that ended may be what a BA_PIN waits for. */
-    nhc_ba_kick(n);
+    nhc_ba_req_ended(n, req);
 }
 
 static void nhc_sq_free_if_done(NhcSQ *sq);

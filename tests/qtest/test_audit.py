@@ -475,6 +475,88 @@ def test_sync_and_flush_of_one_entry_in_order(make):
     survives(vm, c, q)
 
 
+def test_a_full_admin_queue_of_syncs_of_two_entries(make):
+    """A guest may fill the admin queue with BA_SYNCs of two entries, the
+    first half of one, the second half of the other (found by the vendor
+    fuzzing campaign, once the flash was booked far ahead so that they all
+    waited: for each waiting command the device looked for the first one of
+    its entry from the start of the list, and did that for all of them each
+    time a command was admitted or ended, so QEMU's main loop stalled for 11
+    to 27 s under the fuzzing build).  Each entry's commands run one at a
+    time in the order they were fetched, the last of each a BA_FLUSH, and
+    QEMU answers throughout.  The image's flushes are off: each BA_SYNC is a
+    FUA write, and a host fdatasync takes real time that stepping the
+    virtual clock does not wait for."""
+    vm, c = make(drive=",cache.no-flush=on")
+    c.enable(admin_entries=1024)
+    c.wr32(REG_PMRCTL, 1)
+    for e in (0, 1):
+        assert c.admin_cmd(pin_cmd(e, e * nq.PAGE, 64 + e * 8, 8)).ok
+        c.qt.memwrite(c.bars[1][0] + e * nq.PAGE, bytes([0x5a + e]) * nq.PAGE)
+    cmds = {e: [nq.sqe(BA_SYNC, cdw10=e)] * 510 + [nq.sqe(BA_FLUSH, cdw10=e)] for e in (0, 1)}
+    cids = {e: submit_together(c, c.admin, cmds[e]) for e in (0, 1)}
+    order, idle = [], 0
+    while len(order) < 1022:
+        cqe = c.poll(c.admin.cq)
+        if cqe is None:
+            assert idle < 20_000, f"{len(order)} of 1022 done, then 20 s without one"
+            c.qt.clock_step(1_000_000)
+            idle += 1
+            continue
+        assert cqe.ok, cqe
+        order.append(cqe.cid)
+        idle = 0
+    for e in (0, 1):
+        assert [cid for cid in order if cid in cids[e]] == cids[e], \
+            f"entry {e}'s commands did not run in the order fetched"
+        assert_status(c.admin_cmd(nq.sqe(BA_SYNC, cdw10=e)), C, 0xC2, "synced after the flush")
+    q = c.create_io_queue(1, 16)
+    for e in (0, 1):
+        assert c.read(q, 64 + e * 8, 8)[1] == bytes([0x5a + e]) * nq.PAGE
+    survives(vm, c, q)
+
+
+def test_pins_waiting_behind_full_io_queues(make):
+    """Eight BA_PINs wait behind four full I/O queues of writes to their
+    LBAs while a thousand refused BA_SYNCs end at once, then a reset aborts
+    a second round of all of it.  Only a write that ends under a waiting
+    pin's LBAs has the device look again at what may start (other commands
+    end without a pass over the BA commands): the pins still start after
+    their writes, every command ends with its status, and QEMU answers."""
+    vm, c = make(drive=",cache.no-flush=on")
+    c.enable(admin_entries=1024)
+    c.wr32(REG_PMRCTL, 1)
+    buf = c.dma_buffer(nq.PAGE, b"\x3c" * nq.PAGE)
+    queues = [c.create_io_queue(qid, 1024) for qid in range(1, 5)]
+
+    def round_of_work():
+        writes = [(q, submit_together(c, q, [rw_cmd(nq.IO_WRITE, i % 64, 1, buf)
+                                             for i in range(1023)])) for q in queues]
+        pins = submit_together(c, c.admin, [pin_cmd(e, e * nq.PAGE, e * 8, 8)
+                                            for e in range(8)])
+        syncs = submit_together(c, c.admin, [nq.sqe(BA_SYNC, cdw10=e % 8)
+                                             for e in range(1000)])
+        return writes, pins, syncs
+
+    writes, pins, syncs = round_of_work()
+    for cid in syncs:
+        assert_status(c.wait(c.admin, cid), C, 0xC2, "synced an entry still loading")
+    for cid in pins:
+        assert c.wait(c.admin, cid).ok
+    for q, cids in writes:
+        for cid in cids:
+            assert c.wait(q, cid).ok
+    rd = c.dma_buffer(512)
+    cqe = c.admin_cmd(nq.sqe(BA_READ_DMA, prp1=rd, cdw10=7, cdw11=0, cdw12=512))
+    assert cqe.ok and c.qt.memread(rd, 512) == b"\x3c" * 512, "a pin loaded stale data"
+    for e in range(8):
+        assert c.admin_cmd(nq.sqe(BA_FLUSH, cdw10=e)).ok
+
+    round_of_work()
+    c.disable()
+    survives(vm, c)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_teardown_with_random_work_in_flight(make, seed):
     """Seeded random batches of writes, reads, Dataset Management and BA_*
