@@ -275,7 +275,6 @@ static void nhc_ba_kick(NhcCtrl *n)
         bitmap_zero(held, NH_BA_MAX_ENTRIES);
         for (guint i = 0; i < n->ba_ops->len; i++) {
             NhcReq *req = g_ptr_array_index(n->ba_ops, i);
-            uint32_t eid = nhc_ba_eid(req);     /* admitted: below n->ba->entries */
             uint64_t off, slba, nlb;
             bool blocked;
 
@@ -283,8 +282,8 @@ static void nhc_ba_kick(NhcCtrl *n)
                 nhc_ba_pin_args(req, &off, &slba, &nlb);
                 blocked = req->ba_waiting && nhc_writes_in_flight(n, slba, nlb);
             } else {
-                blocked = test_bit(eid, held);
-                set_bit(eid, held);
+                /* admitted, so its entry is below n->ba->entries */
+                blocked = test_and_set_bit(nhc_ba_eid(req), held);
             }
             if (req->ba_waiting && !blocked) {
                 req->ba_waiting = false;
@@ -297,16 +296,16 @@ static void nhc_ba_kick(NhcCtrl *n)
     n->ba_kicking = false;
 }
 
-/* Does a waiting BA_PIN wait for @req, a write that is ending? */
-static bool nhc_ba_pin_waits_for(NhcCtrl *n, NhcReq *req)
+/* Is a BA_PIN admitted and not finished for LBAs overlapping [slba, slba + nlb)? */
+static bool nhc_ba_pin_pending(NhcCtrl *n, uint64_t slba, uint64_t nlb)
 {
     for (guint i = 0; i < n->ba_ops->len; i++) {
         NhcReq *pin = g_ptr_array_index(n->ba_ops, i);
-        uint64_t off, slba, nlb;
+        uint64_t off, pslba, pnlb;
 
-        if (pin->cmd.opcode == NHC_ADM_BA_PIN && pin->ba_waiting) {
-            nhc_ba_pin_args(pin, &off, &slba, &nlb);
-            if (nhc_lbas_overlap(slba, nlb, req->lba_lo, req->lba_hi - req->lba_lo)) {
+        if (pin->cmd.opcode == NHC_ADM_BA_PIN) {
+            nhc_ba_pin_args(pin, &off, &pslba, &pnlb);
+            if (nhc_lbas_overlap(slba, nlb, pslba, pnlb)) {
                 return true;
             }
         }
@@ -316,14 +315,14 @@ static bool nhc_ba_pin_waits_for(NhcCtrl *n, NhcReq *req)
 
 /* @req has ended (completed or aborted): a BA command leaves the list, and what waited for it
  * (a command of its entry, a BA_PIN waiting for its writes) may start.  Other requests end
- * without a pass over the list. */
+ * without a pass over the list (a pin that has started waits for no write). */
 void nhc_ba_req_ended(NhcCtrl *n, NhcReq *req)
 {
     if (!n->ba_ops) {
         return;
     }
     if (g_ptr_array_remove(n->ba_ops, req) ||
-        (req->lba_hi && nhc_ba_pin_waits_for(n, req))) {
+        (req->lba_hi && nhc_ba_pin_pending(n, req->lba_lo, req->lba_hi - req->lba_lo))) {
         nhc_ba_kick(n);
     }
 }
@@ -465,18 +464,7 @@ uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb)
     if (nh_ba_lbas_pinned(n->ba, slba, nlb)) {
         return NHC_ERR(NVME_ACCESS_DENIED);
     }
-    for (guint i = 0; i < n->ba_ops->len; i++) {
-        NhcReq *pin = g_ptr_array_index(n->ba_ops, i);
-        uint64_t off, pslba, pnlb;
-
-        if (pin->cmd.opcode == NHC_ADM_BA_PIN) {
-            nhc_ba_pin_args(pin, &off, &pslba, &pnlb);
-            if (nhc_lbas_overlap(slba, nlb, pslba, pnlb)) {
-                return NHC_ERR(NVME_ACCESS_DENIED);
-            }
-        }
-    }
-    return NVME_SUCCESS;
+    return nhc_ba_pin_pending(n, slba, nlb) ? NHC_ERR(NVME_ACCESS_DENIED) : NVME_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------------ power loss */
