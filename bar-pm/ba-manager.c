@@ -321,7 +321,8 @@ static bool nh_ba_open_file(NhBa *ba, const char *path, bool *created, off_t *si
 {
     struct stat st;
 
-    ba->fd = open(path, O_RDWR | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO or a device would block the open; it is refused below. */
+    ba->fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
     *created = ba->fd < 0 && errno == ENOENT;
     if (*created) {
         ba->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -329,6 +330,10 @@ static bool nh_ba_open_file(NhBa *ba, const char *path, bool *created, off_t *si
     if (ba->fd < 0 || fstat(ba->fd, &st) < 0) {
         g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: cannot open %s: %s", path,
                     g_strerror(errno));
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s is not a regular file", path);
         return false;
     }
     /* Two devices on one window would each take the other's stores for their own. */

@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
 #include <zlib.h>
@@ -503,6 +504,56 @@ static bool install(NhEngine *eng, uint32_t *erase, NhReader ftl_sec, bool clean
     return true;
 }
 
+/*
+ * Read @path whole.  Only a regular file is read: a FIFO would block the open (and QEMU's
+ * start with it) until a writer came, a device could be endless.  Nothing longer than @max,
+ * more than any save of this device writes, is read either.
+ */
+static bool read_image(const char *path, uint64_t max, gchar **data, gsize *len, GError **errp)
+{
+    int fd = g_open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    struct stat st;
+    gsize got = 0;
+
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_IO, "%s: %s", path, g_strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "%s: not a regular file", path);
+        close(fd);
+        return false;
+    }
+    if ((uint64_t)st.st_size > max) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "%s: %" G_GUINT64_FORMAT " bytes, more than "
+                    "the state of this device can take (%" G_GUINT64_FORMAT ")", path,
+                    (uint64_t)st.st_size, max);
+        close(fd);
+        return false;
+    }
+    *data = g_malloc(st.st_size + 1);
+    while (got < (gsize)st.st_size) {
+        ssize_t r = read(fd, *data + got, st.st_size - got);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            g_set_error(errp, NH_ERROR, NH_ERROR_IO, "%s: %s", path,
+                        r < 0 ? g_strerror(errno) : "shorter than it was a moment ago");
+            g_clear_pointer(data, g_free);
+            close(fd);
+            return false;
+        }
+        got += r;
+    }
+    close(fd);
+    *len = got;
+    return true;
+}
+
 bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clean,
                     GError **errp)
 {
@@ -516,7 +567,10 @@ bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clea
     NhStats *stats = g_new0(NhStats, 1);
     bool clean, ok = false;
 
-    if (!g_file_get_contents(path, &data, &len, errp)) {
+    /* Every record of a save is a few words per page, block or counter (the mapping of a
+     * full device at most a word or two per page): 32 bytes a page and a block and 16 MiB for
+     * the counters and the front end's blob bound it. */
+    if (!read_image(path, 32 * (g->npages + g->nblocks) + (16u << 20), &data, &len, errp)) {
         g_free(stats);
         return false;
     }

@@ -145,33 +145,36 @@ static bool nhc_lbas_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t ble
     return a < b + blen && b < a + alen;
 }
 
-static bool nhc_sq_writes_lbas(NhcSQ *sq, uint64_t slba, uint64_t nlb)
+static uint32_t nhc_sq_count_writes(NhcSQ *sq, uint64_t slba, uint64_t nlb)
 {
+    uint32_t count = 0;
     NhcReq *req;
 
     QTAILQ_FOREACH(req, &sq->out_list, entry) {
-        if (req->lba_hi && nhc_lbas_overlap(slba, nlb, req->lba_lo, req->lba_hi - req->lba_lo)) {
-            return true;
-        }
+        count += req->lba_hi &&
+                 nhc_lbas_overlap(slba, nlb, req->lba_lo, req->lba_hi - req->lba_lo);
     }
-    return false;
+    return count;
 }
 
-static bool nhc_writes_in_flight(NhcCtrl *n, uint64_t slba, uint64_t nlb)
+/* Writes (Write, Write Zeroes, Dataset Management) to [slba, slba + nlb) in flight, aborted
+ * ones of deleted queues included: a BA_PIN admitted now waits for them all. */
+static uint32_t nhc_count_writes_in_flight(NhcCtrl *n, uint64_t slba, uint64_t nlb)
 {
+    uint32_t count = 0;
     NhcSQ *sq;
 
     for (uint32_t qid = 1; qid < n->num_queues; qid++) {
-        if (n->sq[qid] && nhc_sq_writes_lbas(n->sq[qid], slba, nlb)) {
-            return true;
+        if (n->sq[qid]) {
+            count += nhc_sq_count_writes(n->sq[qid], slba, nlb);
         }
     }
     QTAILQ_FOREACH(sq, &n->dying_sqs, entry) {
-        if (sq->sqid && nhc_sq_writes_lbas(sq, slba, nlb)) {
-            return true;
+        if (sq->sqid) {
+            count += nhc_sq_count_writes(sq, slba, nlb);
         }
     }
-    return false;
+    return count;
 }
 
 static void nhc_ba_move_cb(void *opaque, int ret)
@@ -181,11 +184,15 @@ static void nhc_ba_move_cb(void *opaque, int ret)
     bool was = nhc_guard_enter(n);
     uint64_t off, slba, nlb;
 
+    nhc_event(n, NHC_EV_BACKEND_DONE);
     trace_nhc_ba_done(req->cmd.opcode, nhc_ba_eid(req), ret);
     /* The table changes only for a transfer that worked and a host still there to see it. */
     if (ret == 0 && !req->aborted) {
         if (req->cmd.opcode == NHC_ADM_BA_PIN) {
             nhc_ba_pin_args(req, &off, &slba, &nlb);
+            /* the load lands in the window now, with its entry, both under the BQL */
+            nhc_event(n, NHC_EV_WINDOW_DMA);
+            memcpy(n->ba->window + off, req->bounce, nlb << n->lba_shift);
             nh_ba_pin(n->ba, nhc_ba_eid(req), off, slba, nlb);
             nhc_ba_persist_device_wrote(n, off, nlb << n->lba_shift);
         } else if (req->cmd.opcode == NHC_ADM_BA_FLUSH) {
@@ -196,8 +203,14 @@ static void nhc_ba_move_cb(void *opaque, int ret)
     nhc_guard_exit(n, was);
 }
 
-/* Start @req's transfer of @len bytes between the window at @woff and the LBAs at @slba; it
- * completes when the backend is done and the engine's modeled time has come. */
+/*
+ * Start @req's transfer of @len bytes between the window at @woff and the LBAs at @slba; it
+ * completes when the backend is done and the engine's modeled time has come.  A load (BA_PIN)
+ * reads into a buffer that nhc_ba_move_cb copies into the window under the BQL: the block
+ * layer's worker never writes the window itself, so a power cut (which holds the BQL while the
+ * capacitors save the window) finds the load either done or not begun, and the saved checksum
+ * matches the saved bytes.
+ */
 static void nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, uint64_t slba,
                         uint64_t len)
 {
@@ -211,6 +224,7 @@ static void nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, ui
     g_autoptr(GError) err = NULL;
     uint64_t done;
 
+    nhc_event(n, NHC_EV_MODEL);
     if (!nh_engine_submit(n->engine, &r, now, &done, &err)) {
         NHC_GUEST_ERR(trace_nhc_err_engine(err->message), "engine refused a BA transfer: %s",
                       err->message);
@@ -228,7 +242,11 @@ static void nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, ui
         timer_mod(req->timer, done);
     }
     trace_nhc_ba_start(req->cmd.opcode, nhc_ba_eid(req), woff, slba, len);
-    qemu_iovec_init_buf(&req->iov, n->ba->window + woff, len);
+    if (!to_lbas) {
+        req->bounce = g_malloc(len);
+        req->bounce_len = len;
+    }
+    qemu_iovec_init_buf(&req->iov, to_lbas ? n->ba->window + woff : req->bounce, len);
     nhc_backend_rw(n, req, r.offset, &req->iov, to_lbas, to_lbas ? BDRV_REQ_FUA : 0,
                    nhc_ba_move_cb);
 }
@@ -256,10 +274,11 @@ static void nhc_ba_start(NhcCtrl *n, NhcReq *req)
 
 /*
  * Start every waiting BA command nothing holds back any more: a BA_PIN once no write to its
- * LBAs is in flight, a BA_SYNC or BA_FLUSH once no command of its entry was admitted before it.
- * One pass in admission order, marking the entries held so far, so a pass is linear in the
- * commands however many wait on one entry (a guest can queue a thousand); a start may end
- * requests and change the array, so the pass begins again after each.
+ * LBAs is in flight (its count of them, kept as they end, is 0), a BA_SYNC or BA_FLUSH once no
+ * command of its entry was admitted before it.  One pass in admission order, marking the
+ * entries held so far, so a pass is linear in the commands however many wait on one entry (a
+ * guest can queue a thousand) and never looks at the I/O queues; a start may end requests and
+ * change the array, so the pass begins again after each.
  */
 static void nhc_ba_kick(NhcCtrl *n)
 {
@@ -275,12 +294,10 @@ static void nhc_ba_kick(NhcCtrl *n)
         bitmap_zero(held, NH_BA_MAX_ENTRIES);
         for (guint i = 0; i < n->ba_ops->len; i++) {
             NhcReq *req = g_ptr_array_index(n->ba_ops, i);
-            uint64_t off, slba, nlb;
             bool blocked;
 
             if (req->cmd.opcode == NHC_ADM_BA_PIN) {
-                nhc_ba_pin_args(req, &off, &slba, &nlb);
-                blocked = req->ba_waiting && nhc_writes_in_flight(n, slba, nlb);
+                blocked = req->ba_blockers > 0;
             } else {
                 /* admitted, so its entry is below n->ba->entries */
                 blocked = test_and_set_bit(nhc_ba_eid(req), held);
@@ -296,40 +313,50 @@ static void nhc_ba_kick(NhcCtrl *n)
     n->ba_kicking = false;
 }
 
-/* Is a BA_PIN admitted and not finished for LBAs overlapping [slba, slba + nlb)? */
-static bool nhc_ba_pin_pending(NhcCtrl *n, uint64_t slba, uint64_t nlb)
+/* Write @req has ended: the waiting BA_PINs admitted after it, whose LBAs it overlaps, counted
+ * it (nhc_ba_admit) and wait for one write fewer.  Does one of them wait for none now? */
+static bool nhc_ba_write_ended(NhcCtrl *n, NhcReq *req)
 {
+    bool free = false;
+
     for (guint i = 0; i < n->ba_ops->len; i++) {
         NhcReq *pin = g_ptr_array_index(n->ba_ops, i);
-        uint64_t off, pslba, pnlb;
+        uint64_t off, slba, nlb;
 
-        if (pin->cmd.opcode == NHC_ADM_BA_PIN) {
-            nhc_ba_pin_args(pin, &off, &pslba, &pnlb);
-            if (nhc_lbas_overlap(slba, nlb, pslba, pnlb)) {
-                return true;
-            }
+        if (pin->cmd.opcode != NHC_ADM_BA_PIN || !pin->ba_blockers || pin->seq < req->seq) {
+            continue;
+        }
+        nhc_ba_pin_args(pin, &off, &slba, &nlb);
+        if (nhc_lbas_overlap(slba, nlb, req->lba_lo, req->lba_hi - req->lba_lo)) {
+            free |= --pin->ba_blockers == 0;
         }
     }
-    return false;
+    return free;
 }
 
 /* @req has ended (completed or aborted): a BA command leaves the list, and what waited for it
  * (a command of its entry, a BA_PIN waiting for its writes) may start.  Other requests end
- * without a pass over the list (a pin that has started waits for no write). */
+ * without a pass over the list unless they free a waiting pin. */
 void nhc_ba_req_ended(NhcCtrl *n, NhcReq *req)
 {
     if (!n->ba_ops) {
         return;
     }
-    if (g_ptr_array_remove(n->ba_ops, req) ||
-        (req->lba_hi && nhc_ba_pin_pending(n, req->lba_lo, req->lba_hi - req->lba_lo))) {
+    if (g_ptr_array_remove(n->ba_ops, req) || (req->lba_hi && nhc_ba_write_ended(n, req))) {
         nhc_ba_kick(n);
     }
 }
 
 static uint16_t nhc_ba_admit(NhcCtrl *n, NhcReq *req)
 {
+    uint64_t off, slba, nlb;
+
     trace_nhc_ba_admit(req->cmd.opcode, nhc_ba_eid(req));
+    if (req->cmd.opcode == NHC_ADM_BA_PIN) {
+        /* Writes to its LBAs admitted from now on are refused; these are the ones it waits for. */
+        nhc_ba_pin_args(req, &off, &slba, &nlb);
+        req->ba_blockers = nhc_count_writes_in_flight(n, slba, nlb);
+    }
     g_ptr_array_add(n->ba_ops, req);
     req->ba_waiting = true;
     req->pending = 1;
@@ -451,6 +478,54 @@ uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req)
         return NHC_ERR(NHC_SC_BA_WINDOW_RANGE);
     }
     return nhc_dma_to_host(n, n->ba->window + e->offset + off, len, &req->cmd);
+}
+
+/* Is a BA_PIN admitted and not finished for LBAs overlapping [slba, slba + nlb)? */
+static bool nhc_ba_pin_pending(NhcCtrl *n, uint64_t slba, uint64_t nlb)
+{
+    for (guint i = 0; i < n->ba_ops->len; i++) {
+        NhcReq *pin = g_ptr_array_index(n->ba_ops, i);
+        uint64_t off, pslba, pnlb;
+
+        if (pin->cmd.opcode == NHC_ADM_BA_PIN) {
+            nhc_ba_pin_args(pin, &off, &pslba, &pnlb);
+            if (nhc_lbas_overlap(slba, nlb, pslba, pnlb)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Does @qsg (a Read's data pointer) reach into the window?  Then the Read goes through a
+ * buffer, like a pin's load (io-cmd.c). */
+bool nhc_ba_dma_hits_window(NhcCtrl *n, QEMUSGList *qsg)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(n));
+
+    if (!n->ba) {
+        return false;
+    }
+    RCU_READ_LOCK_GUARD();
+    for (int i = 0; i < qsg->nsg; i++) {
+        dma_addr_t addr = qsg->sg[i].base, len = qsg->sg[i].len;
+
+        while (len) {
+            hwaddr xlat, plen = len;
+            MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen, true,
+                                                       MEMTXATTRS_UNSPECIFIED);
+            if (mr == &n->ba_ram) {
+                return true;
+            }
+            if (!plen) {
+                break;
+            }
+            plen = MIN(plen, len);
+            addr += plen;
+            len -= plen;
+        }
+    }
+    return false;
 }
 
 /* Block-path writes (Write, Write Zeroes, Deallocate) to pinned LBAs are refused: the window

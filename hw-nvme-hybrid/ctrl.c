@@ -1,7 +1,8 @@
 /*
  * ctrl.c - the nvme-hybrid PCI function: realize, removal and reset, the controller's enable,
  * reset (the one teardown path) and shutdown, the Error Information log, properties, the
- * `stats` and `power-cut` QOM properties.  Queues are in queues.c, BAR0 in regs.c.
+ * `stats` and `x-check` QOM properties.  Queues are in queues.c, BAR0 in regs.c, power cuts in
+ * powercut.c.
  */
 #include "qemu/osdep.h"
 #include "qemu/units.h"
@@ -98,6 +99,9 @@ static void nhc_features_default(NhcCtrl *n)
 void nhc_ctrl_reset(NhcCtrl *n)
 {
     trace_nhc_ctrl_reset();
+    /* An aborted command that ends may complete others (a BA_PIN that waited for it), whose
+     * completions free admin slots: nothing may be fetched until every queue is gone. */
+    nhc_fetch_hold(n);
     for (uint32_t i = n->num_queues; i-- > 0; ) {
         if (n->sq[i]) {
             nhc_delete_sq(n, i, NULL);
@@ -121,6 +125,7 @@ void nhc_ctrl_reset(NhcCtrl *n)
     if (QTAILQ_EMPTY(&n->dying_sqs)) {
         nhc_ctrl_reset_done(n);
     }
+    nhc_fetch_release(n);
 }
 
 /* Where the reset cannot wait (PCI reset, device removal): block I/O left in flight is drained,
@@ -265,7 +270,7 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
     NhcCtrl *n = NVME_HYBRID(pci);
     g_autoptr(GError) gerr = NULL;
 
-    if (!nhc_check_props(n, errp)) {
+    if (!nhc_check_props(n, errp) || !nhc_powercut_realize(n, errp)) {
         return;
     }
     if (!blkconf_apply_backend_options(&n->blkconf, false, true, errp)) {
@@ -336,37 +341,6 @@ static void nhc_reset(DeviceState *dev)
 }
 
 /* ------------------------------------------------------------------------------ properties */
-
-/*
- * An injected power cut: the whole machine loses power.  What a volatile write buffer held is
- * lost (nhc_state_power_loss), the capacitors save the window, and the process ends at once, as
- * with SIGKILL: no exit notifier runs, so the engine state stays marked unclean and the next
- * start counts an unsafe shutdown.  Power goes at one instant: the vCPUs stop first, since a
- * store into the window (guest RAM to TCG, taken without the BQL) while the dump computes its
- * checksum would leave a file that does not match it, and the next start would discard the
- * whole window (seen with a guest storing in a loop: test_bar_pm.py).
- */
-static void nhc_set_power_cut(Object *obj, bool value, Error **errp)
-{
-    NhcCtrl *n = NVME_HYBRID(obj);
-
-    if (!DEVICE(obj)->realized) {
-        error_setg(errp, "power-cut: the device is not realized");
-        return;
-    }
-    if (!value) {
-        return;
-    }
-    trace_nhc_power_cut();
-    /* Waiting for the vCPUs lets them ring doorbells, and the restore of lost data below runs
-     * the block layer's event loop, where the fetch would run: nothing is fetched any more. */
-    n->power_cut = true;
-    pause_all_vcpus();
-    nhc_state_power_loss(n);
-    nhc_ba_power_loss(n);
-    error_report("nvme-hybrid: power cut%s; QEMU stops", n->ba ? ", BA window saved" : "");
-    _exit(0);
-}
 
 /*
  * Test only: the engine's full consistency check (nh_engine_check: mapping both ways, valid
@@ -443,6 +417,8 @@ static const Property nhc_props[] = {
     DEFINE_PROP_UINT32("queues", NhcCtrl, max_ioqpairs, 64),
     DEFINE_PROP_STRING("state-file", NhcCtrl, state_file),
     DEFINE_PROP_BOOL("x-flush-no-drain", NhcCtrl, x_flush_no_drain, false),
+    DEFINE_PROP_BOOL("x-exact-time", NhcCtrl, x_exact_time, false),
+    DEFINE_PROP_UINT64("power-cut-at", NhcCtrl, power_cut_at, 0),
     DEFINE_PROP_BOOL("fdp", NhcCtrl, fdp_on, false),
     NHC_BA_PROPERTIES,
 };
@@ -484,16 +460,16 @@ static void nhc_class_init(ObjectClass *oc, void *data)
         object_class_property_set_description(oc, key->name, key->help);
     }
     object_class_property_add(oc, "stats", "str", nhc_get_stats, NULL, NULL, NULL);
-    object_class_property_add_bool(oc, "power-cut", NULL, nhc_set_power_cut);
-    object_class_property_set_description(oc, "power-cut",
-        "write true: power fails now (the capacitors save the BAR1 window, volatile state "
-        "is lost, QEMU stops at once); see docs/bar-pm.md");
+    nhc_powercut_class_init(oc);
     object_class_property_add(oc, "x-check", "str", nhc_get_x_check, NULL, NULL, NULL);
     object_class_property_set_description(oc, "x-check",
         "test only: run the engine's consistency check now; \"ok\" or what is wrong");
     object_class_property_set_description(oc, "x-flush-no-drain",
         "test only, breaks durability: Flush does not drain the volatile write buffer "
         "(for scripts/powercut-campaign's self-test)");
+    object_class_property_set_description(oc, "x-exact-time",
+        "test only: the -icount path without -icount (fetch in the doorbell write, "
+        "synchronous backend I/O, completions posted inline), for qtests and fuzzing");
     object_class_property_set_description(oc, "fdp",
         "Flexible Data Placement on endurance group 1, enabled from power-on: streams + 1 "
         "reclaim unit handles on the engine's placement tags (needs streams > 0; the Streams "

@@ -127,9 +127,8 @@ uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req)
     if (sel > NVME_GETFEAT_SELECT_CAP) {
         return NHC_ERR(NVME_INVALID_FIELD);
     }
-    if (fid == NVME_VOLATILE_WRITE_CACHE && !n->vwc_present &&
-        sel != NVME_GETFEAT_SELECT_CAP) {
-        return NHC_ERR(NVME_INVALID_FIELD);
+    if (fid == NVME_VOLATILE_WRITE_CACHE && !n->vwc_present) {
+        return NHC_ERR(NVME_INVALID_FIELD);     /* see nhc_set_write_cache */
     }
     if (sel == NVME_GETFEAT_SELECT_CAP && fid == NVME_FDP_EVENTS && n->fdp) {
         /* capabilities only: no placement handle, no descriptors to transfer */
@@ -154,7 +153,10 @@ uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req)
 
 /*
  * Volatile Write Cache: disabling it makes every later write FUA and drains what the buffer and
- * the backend hold; the command completes when the backend's flush has.
+ * the backend hold; the command completes when the backend's flush has.  Without a volatile
+ * write cache (Identify Controller VWC bit 0 clear) the feature is not supported: Get and Set
+ * Features of it, whatever they ask, abort with Invalid Field in Command, as for any feature
+ * identifier the controller does not support.
  */
 static uint16_t nhc_set_write_cache(NhcCtrl *n, NhcReq *req, bool enable)
 {
@@ -162,7 +164,7 @@ static uint16_t nhc_set_write_cache(NhcCtrl *n, NhcReq *req, bool enable)
     uint64_t done;
 
     if (!n->vwc_present) {
-        return enable ? NHC_ERR(NVME_INVALID_FIELD) : NVME_SUCCESS;
+        return NHC_ERR(NVME_INVALID_FIELD);
     }
     n->wce = enable;
     if (n->backend_wc) {
@@ -174,7 +176,7 @@ static uint16_t nhc_set_write_cache(NhcCtrl *n, NhcReq *req, bool enable)
     nh_engine_submit(n->engine, &flush, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), &done, NULL);
     nhc_undo_clear(n);
     req->pending = 1;
-    nhc_backend_flush(n, req, nhc_req_backend_cb);
+    nhc_backend_flush(n, req);
     return NHC_ASYNC;
 }
 

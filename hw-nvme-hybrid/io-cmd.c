@@ -10,7 +10,6 @@
 #include "qemu/log.h"
 #include "qemu/error-report.h"
 #include "system/block-backend.h"
-#include "system/cpu-timers.h"
 
 #include "nvme-hybrid.h"
 #include "trace.h"
@@ -171,6 +170,7 @@ static uint16_t nhc_io_engine(NhcCtrl *n, NhOp op, uint64_t off, uint64_t len, u
     NhRequest r = { .op = op, .flags = flags, .offset = off, .length = len, .stream = stream };
     g_autoptr(GError) err = NULL;
 
+    nhc_event(n, NHC_EV_MODEL);
     if (!nh_engine_submit(n->engine, &r, now, done, &err)) {
         NHC_GUEST_ERR(trace_nhc_err_engine(err->message), "engine refused a request: %s",
                       err->message);
@@ -249,6 +249,7 @@ void nhc_req_backend_cb(void *opaque, int ret)
     NhcCtrl *n = req->sq->n;
     bool was = nhc_guard_enter(n);
 
+    nhc_event(n, NHC_EV_BACKEND_DONE);
     nhc_req_backend_done(req, ret);
     nhc_guard_exit(n, was);
 }
@@ -268,30 +269,66 @@ static BlockAIOCB *nhc_blk_fua_write(int64_t offset, QEMUIOVector *iov,
     return blk_aio_pwritev(n->blkconf.blk, offset, iov, BDRV_REQ_FUA, cb, cb_opaque);
 }
 
+/* Move @buf to (@to_host) or from the guest memory of @req's data pointer; Data Transfer Error
+ * where the memory does not take it. */
+static uint16_t nhc_qsg_copy(NhcCtrl *n, NhcReq *req, uint8_t *buf, bool to_host)
+{
+    for (int i = 0; i < req->qsg.nsg; i++) {
+        MemTxResult r = to_host ?
+            pci_dma_write(PCI_DEVICE(n), req->qsg.sg[i].base, buf, req->qsg.sg[i].len) :
+            pci_dma_read(PCI_DEVICE(n), req->qsg.sg[i].base, buf, req->qsg.sg[i].len);
+        if (r != MEMTX_OK) {
+            return NHC_ERR(NVME_DATA_TRAS_ERROR);
+        }
+        buf += req->qsg.sg[i].len;
+    }
+    return NVME_SUCCESS;
+}
+
 static void nhc_io_rw_sync(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, bool write,
                            bool fua)
 {
     g_autofree uint8_t *buf = g_malloc(len);
-    uint8_t *p = buf;
     int ret = 0;
 
+    nhc_event(n, NHC_EV_BACKEND_ISSUE);
     if (!write) {
         ret = blk_pread(n->blkconf.blk, off, len, buf, 0);
-    }
-    for (int i = 0; ret == 0 && i < req->qsg.nsg; i++) {
-        MemTxResult r = write ?
-            pci_dma_read(PCI_DEVICE(n), req->qsg.sg[i].base, p, req->qsg.sg[i].len) :
-            pci_dma_write(PCI_DEVICE(n), req->qsg.sg[i].base, p, req->qsg.sg[i].len);
-        if (r != MEMTX_OK) {
-            req->status = NHC_ERR(NVME_DATA_TRAS_ERROR);
-            break;
-        }
-        p += req->qsg.sg[i].len;
+    } else {
+        req->status = nhc_qsg_copy(n, req, buf, false);
     }
     if (write && ret == 0 && !req->status) {
         ret = blk_pwrite(n->blkconf.blk, off, len, buf, fua ? BDRV_REQ_FUA : 0);
     }
+    if (!write && ret == 0) {
+        if (nhc_ba_dma_hits_window(n, &req->qsg)) {
+            nhc_event(n, NHC_EV_WINDOW_DMA);
+        }
+        req->status = nhc_qsg_copy(n, req, buf, true);
+    }
     nhc_req_backend_cb(req, ret);
+}
+
+/*
+ * A Read whose data pointer reaches into the BAR1 window is read into a buffer and copied into
+ * guest memory here, under the BQL.  A power cut (which holds the BQL) then finds the window
+ * before the read or after it, never with the block layer's worker halfway through it, and the
+ * window's saved checksum matches what is saved.
+ */
+static void nhc_io_read_bounced_cb(void *opaque, int ret)
+{
+    NhcReq *req = opaque;
+    NhcCtrl *n = req->sq->n;
+    bool was = nhc_guard_enter(n);
+
+    nhc_event(n, NHC_EV_BACKEND_DONE);
+    req->aiocb = NULL;
+    if (ret == 0 && !req->aborted) {
+        nhc_event(n, NHC_EV_WINDOW_DMA);
+        req->status = nhc_qsg_copy(n, req, req->bounce, true);
+    }
+    nhc_req_backend_done(req, ret);
+    nhc_guard_exit(n, was);
 }
 
 /* The old bytes of a write's LBAs are in req->bounce (state.c, nhc_undo_*): keep them, then
@@ -303,15 +340,17 @@ static void nhc_io_write_kept_cb(void *opaque, int ret)
     uint64_t off = req->lba_lo << n->lba_shift, len = req->bounce_len;
     bool was = nhc_guard_enter(n);
 
+    nhc_event(n, NHC_EV_BACKEND_DONE);
     req->aiocb = NULL;
     if (ret < 0 || req->aborted) {
         nhc_req_backend_done(req, ret);
     } else {
         nhc_undo_keep(n, req->undo_epoch, req->lba_lo, req->lba_hi - req->lba_lo,
                       req->bounce);
-        if (icount_enabled()) {
+        if (nhc_exact_time(n)) {
             nhc_io_rw_sync(n, req, off, len, true, false);
         } else {
+            nhc_event(n, NHC_EV_BACKEND_ISSUE);
             req->aiocb = dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE,
                                        nhc_req_backend_cb, req);
         }
@@ -329,7 +368,8 @@ void nhc_backend_rw(NhcCtrl *n, NhcReq *req, int64_t off, QEMUIOVector *iov, boo
 {
     BlockBackend *blk = n->blkconf.blk;
 
-    if (icount_enabled()) {
+    nhc_event(n, NHC_EV_BACKEND_ISSUE);
+    if (nhc_exact_time(n)) {
         int ret = write ? blk_pwritev(blk, off, iov->size, iov, flags)
                         : blk_preadv(blk, off, iov->size, iov, flags);
         cb(req, MIN(ret, 0));
@@ -339,13 +379,23 @@ void nhc_backend_rw(NhcCtrl *n, NhcReq *req, int64_t off, QEMUIOVector *iov, boo
                        : blk_aio_preadv(blk, off, iov, flags, cb, req);
 }
 
-void nhc_backend_flush(NhcCtrl *n, NhcReq *req, BlockCompletionFunc *cb)
+static void nhc_flush_done_cb(void *opaque, int ret)
 {
-    if (icount_enabled()) {
-        cb(req, blk_flush(n->blkconf.blk));
+    NhcReq *req = opaque;
+
+    nhc_event(req->sq->n, NHC_EV_FLUSH_END);
+    nhc_req_backend_cb(req, ret);
+}
+
+/* Flush the backend for @req (Flush, Volatile Write Cache disabled), which then completes. */
+void nhc_backend_flush(NhcCtrl *n, NhcReq *req)
+{
+    nhc_event(n, NHC_EV_FLUSH_BEGIN);
+    if (nhc_exact_time(n)) {
+        nhc_flush_done_cb(req, blk_flush(n->blkconf.blk));
         return;
     }
-    req->aiocb = blk_aio_flush(n->blkconf.blk, cb, req);
+    req->aiocb = blk_aio_flush(n->blkconf.blk, nhc_flush_done_cb, req);
 }
 
 /* ------------------------------------------------------------------------------ commands */
@@ -415,6 +465,11 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
         /* before the engine models it: whether the LBAs hold data is the old mapping's say */
         keep = !fua && nhc_undo_wanted(n, off, len, &old_data);
         req->undo_epoch = n->undo_epoch;
+        if (keep && old_data) {
+            /* from the moment the buffer holds the write, a power cut must find the old
+             * bytes: they stay in the backend until nhc_io_write_kept_cb has them */
+            nhc_undo_pending(n, req->lba_lo, req->lba_hi - req->lba_lo);
+        }
     }
     status = nhc_io_model(n, req, write ? NH_OP_WRITE : NH_OP_READ, off, len,
                           (fua ? NH_REQ_FUA : 0) | prio, stream);
@@ -440,10 +495,18 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
         n->smart.host_read_cmds++;
         n->smart.data_units_read += len >> 9;
     }
-    if (icount_enabled()) {
+    if (nhc_exact_time(n)) {
         nhc_io_rw_sync(n, req, off, len, write, fua);
         return NHC_ASYNC;
     }
+    if (!write && nhc_ba_dma_hits_window(n, &req->qsg)) {
+        req->bounce_len = len;
+        req->bounce = g_malloc(len);
+        qemu_iovec_init_buf(&req->iov, req->bounce, len);
+        nhc_backend_rw(n, req, off, &req->iov, false, 0, nhc_io_read_bounced_cb);
+        return NHC_ASYNC;
+    }
+    nhc_event(n, NHC_EV_BACKEND_ISSUE);
     /* FUA reaches the backend too, so the data is on stable storage when the write completes
      * even though the backend caches writes (the block layer flushes where it must). */
     req->aiocb = !write ? dma_blk_read(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE,
@@ -527,7 +590,8 @@ static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
     }
     nhc_undo_drop(n, slba, nlb);     /* zeroes either way: nothing older to fall back to */
     n->smart.host_write_cmds++;
-    if (icount_enabled()) {
+    nhc_event(n, NHC_EV_BACKEND_ISSUE);
+    if (nhc_exact_time(n)) {
         nhc_req_backend_cb(req, blk_pwrite_zeroes(n->blkconf.blk, off, len,
                                          deac ? BDRV_REQ_MAY_UNMAP : 0));
         return NHC_ASYNC;
@@ -558,7 +622,8 @@ static void nhc_dsm_next(void *opaque, int ret)
         }
         uint64_t off = le64_to_cpu(r->slba) << n->lba_shift;
         uint64_t len = (uint64_t)le32_to_cpu(r->nlb) << n->lba_shift;
-        if (icount_enabled()) {
+        nhc_event(n, NHC_EV_BACKEND_ISSUE);
+        if (nhc_exact_time(n)) {
             ret = blk_pwrite_zeroes(n->blkconf.blk, off, len, BDRV_REQ_MAY_UNMAP);
             continue;
         }
@@ -634,7 +699,7 @@ static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
         /* test only (x-flush-no-drain): the buffer keeps its dirty pages */
         int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
         nhc_io_arm(n, req, now, now, 1);
-        nhc_backend_flush(n, req, nhc_req_backend_cb);
+        nhc_backend_flush(n, req);
         return NHC_ASYNC;
     }
     status = nhc_io_model(n, req, NH_OP_FLUSH, 0, 0, 0, 0);
@@ -642,7 +707,7 @@ static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
         return status;
     }
     nhc_undo_clear(n);               /* the buffer holds nothing dirty now */
-    nhc_backend_flush(n, req, nhc_req_backend_cb);
+    nhc_backend_flush(n, req);
     return NHC_ASYNC;
 }
 

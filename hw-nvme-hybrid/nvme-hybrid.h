@@ -29,6 +29,7 @@
 #include "system/dma.h"
 #include "block/nvme.h"
 #include "qemu/timer.h"
+#include "system/cpu-timers.h"
 #include "qemu/log.h"
 #include "qemu/notify.h"
 #include "qom/object.h"
@@ -103,6 +104,8 @@ typedef struct NhcReq {
     bool            aborted;
     bool            outstanding;    /* on its SQ's out_list */
     bool            ba_waiting;     /* a BA_* command waiting its turn (see bar-pm.c) */
+    uint32_t        ba_blockers;    /* a waiting BA_PIN: writes to its LBAs still in flight */
+    uint64_t        seq;            /* fetch order, over all queues */
     QTAILQ_ENTRY(NhcReq) entry;
 } NhcReq;
 
@@ -112,7 +115,6 @@ struct NhcSQ {
     uint16_t        cqid;
     uint32_t        head, tail, size;
     uint64_t        dma_addr;
-    bool            fetching;       /* in nhc_process_sq: completions must not re-enter it */
     uint64_t        db_addr, ei_addr;   /* shadow doorbell and EventIdx (0: not in use) */
     NhcReq         *reqs;
     QTAILQ_HEAD(, NhcReq) free_list;
@@ -154,6 +156,20 @@ typedef struct NhcSmart {
     uint64_t error_count;
 } NhcSmart;
 
+/* The device's events, numbered for crash points (powercut.c). */
+typedef enum NhcEvent {
+    NHC_EV_FETCH,           /* a command read from its SQ */
+    NHC_EV_MODEL,           /* the engine modeled it */
+    NHC_EV_BACKEND_ISSUE,   /* its block I/O is about to be issued */
+    NHC_EV_BACKEND_DONE,    /* its block I/O has finished */
+    NHC_EV_WINDOW_DMA,      /* the device is about to copy data into the BAR1 window */
+    NHC_EV_UNDO_KEPT,       /* the old bytes of a write's LBAs are about to be kept */
+    NHC_EV_CQE_POSTED,      /* a completion is about to be written to its CQ */
+    NHC_EV_FLUSH_BEGIN,     /* a Flush starts draining */
+    NHC_EV_FLUSH_END,       /* a Flush's backend flush has finished */
+    NHC_EV__MAX
+} NhcEvent;
+
 typedef struct NhcFeatures {
     uint32_t arbitration;
     uint32_t num_queues;            /* as granted: NCQA << 16 | NSQA */
@@ -190,6 +206,10 @@ struct NhcCtrl {
     /* Test only (x-flush-no-drain): Flush completes without draining the engine's volatile
      * write buffer, a deliberately broken durability rule for scripts/powercut-campaign. */
     bool            x_flush_no_drain;
+    /* Test only (x-exact-time): take the -icount path without -icount (commands fetched in the
+     * doorbell write, backend I/O done synchronously, completions posted inline), so that
+     * qtests and the fuzzer reach it; see nhc_exact_time. */
+    bool            x_exact_time;
 
     /* controller registers */
     uint64_t        cap;
@@ -207,8 +227,14 @@ struct NhcCtrl {
     NhcCQ         **cq;
     QTAILQ_HEAD(, NhcSQ) dying_sqs; /* deleted, waiting for their requests to end */
     bool            resetting;      /* CC.EN 1 -> 0 waits for dying_sqs; RDY stays 1 */
-    bool            fetching;       /* in nhc_fetch_bh (a nested event loop must not loop) */
-    bool            power_cut;      /* the power is going: fetch nothing more (ctrl.c) */
+    /* > 0 inside a fetch, a completion or a reset: nothing is fetched there (queues.c) */
+    uint32_t        fetch_hold;
+    uint64_t        fetch_seq;      /* commands fetched so far (NhcReq.seq) */
+    bool            fetch_wanted;   /* a fetch was asked for while held */
+    bool            power_cut;      /* the power is going: fetch nothing more (powercut.c) */
+    uint64_t        power_cut_at;   /* property: cut at this event (0: never) */
+    uint64_t        events_seen;    /* crash-point events so far (nhc_event) */
+    uint64_t        event_counts[NHC_EV__MAX];
     uint32_t        num_queues;     /* max_ioqpairs + 1 */
     uint32_t        num_vectors;
 
@@ -286,6 +312,16 @@ static inline void nhc_guard_exit(NhcCtrl *n, bool was)
     DEVICE(n)->mem_reentrancy_guard.engaged_in_io = was;
 }
 
+/*
+ * Under -icount the guest must see the modeled time exactly: commands are fetched in the
+ * doorbell write, backend I/O is synchronous and completions are posted at once, all on the
+ * vCPU's clock.  x-exact-time takes the same path under qtest.
+ */
+static inline bool nhc_exact_time(NhcCtrl *n)
+{
+    return icount_enabled() || n->x_exact_time;
+}
+
 /* A guest error: a trace event and, with -d guest_errors, a log line. */
 #define NHC_GUEST_ERR(trace_call, fmt, ...) do {                                    \
         trace_call;                                                                 \
@@ -302,6 +338,11 @@ void nhc_ctrl_reset(NhcCtrl *n);
 void nhc_ctrl_reset_done(NhcCtrl *n);
 void nhc_ctrl_shutdown(NhcCtrl *n);
 
+/* powercut.c */
+void nhc_event(NhcCtrl *n, NhcEvent ev);
+bool nhc_powercut_realize(NhcCtrl *n, Error **errp);
+void nhc_powercut_class_init(ObjectClass *oc);
+
 /* regs.c */
 void nhc_init_regs(NhcCtrl *n);
 bool nhc_init_bar0(NhcCtrl *n, Error **errp);
@@ -312,7 +353,9 @@ void nhc_req_io_done(NhcReq *req);
 void nhc_intx_update(NhcCtrl *n);
 void nhc_post_cqes(NhcCQ *cq);
 void nhc_fetch_bh(void *opaque);
-void nhc_sq_kick(NhcSQ *sq);
+void nhc_fetch_kick(NhcCtrl *n);
+void nhc_fetch_hold(NhcCtrl *n);
+void nhc_fetch_release(NhcCtrl *n);
 uint16_t nhc_create_sq(NhcCtrl *n, uint16_t sqid, uint16_t cqid, uint64_t dma_addr,
                        uint32_t size);
 uint16_t nhc_create_cq(NhcCtrl *n, uint16_t cqid, uint64_t dma_addr, uint32_t size,
@@ -338,7 +381,7 @@ uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, 
                      bool to_host);
 void nhc_backend_rw(NhcCtrl *n, NhcReq *req, int64_t off, QEMUIOVector *iov, bool write,
                     BdrvRequestFlags flags, BlockCompletionFunc *cb);
-void nhc_backend_flush(NhcCtrl *n, NhcReq *req, BlockCompletionFunc *cb);
+void nhc_backend_flush(NhcCtrl *n, NhcReq *req);
 void nhc_req_backend_done(NhcReq *req, int ret);
 void nhc_req_backend_cb(void *opaque, int ret);
 uint16_t nhc_dma_to_host(NhcCtrl *n, const void *buf, uint32_t len, NvmeCmd *cmd);
@@ -353,6 +396,7 @@ void nhc_ba_init_regs(NhcCtrl *n);
 uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off);
 void nhc_ba_write_pmrctl(NhcCtrl *n, uint32_t val);
 uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb);
+bool nhc_ba_dma_hits_window(NhcCtrl *n, QEMUSGList *qsg);
 void nhc_ba_req_ended(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_pin(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req);
@@ -397,6 +441,7 @@ void nhc_state_close(NhcCtrl *n);
 void nhc_state_power_loss(NhcCtrl *n);
 bool nhc_undo_wanted(NhcCtrl *n, uint64_t off, uint64_t len, bool *old_data);
 void nhc_undo_keep(NhcCtrl *n, uint64_t epoch, uint64_t lba, uint64_t nlb, const uint8_t *old);
+void nhc_undo_pending(NhcCtrl *n, uint64_t lba, uint64_t nlb);
 void nhc_undo_drop(NhcCtrl *n, uint64_t lba, uint64_t nlb);
 void nhc_undo_clear(NhcCtrl *n);
 

@@ -8,17 +8,22 @@
  * they are fetched in the doorbell write itself instead, so that the submission time handed to
  * the engine is exactly the guest's.  Completions are posted when both the block I/O and the
  * engine's modeled completion time (a virtual-clock timer) are done.
+ *
+ * Nothing is fetched from inside a fetch, a completion or a reset, in any timing mode.  A
+ * completion can free an SQ slot, or end a write that a BA_PIN waited for, whose own completion
+ * frees an admin slot; fetching right there would run a Delete I/O SQ under the completion of a
+ * request of that SQ, or a Create I/O SQ in the middle of a reset.  Those places hold the fetch
+ * (nhc_fetch_hold); what they make fetchable is fetched when the outermost of them lets go, at
+ * the same virtual time, so -icount stays exact and deterministic.
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "hw/pci/msix.h"
 #include "system/block-backend.h"
-#include "system/cpu-timers.h"
 
 #include "nvme-hybrid.h"
 #include "trace.h"
 
-static void nhc_resume_sqs(NhcCtrl *n);
 static void nhc_cq_refresh_head(NhcCQ *cq);
 
 /* ------------------------------------------------------------------------------ interrupts */
@@ -185,6 +190,7 @@ void nhc_post_cqes(NhcCQ *cq)
         if ((cq->tail + 1) % cq->size == cq->head) {
             break;      /* full: resumes when the host moves the CQ head */
         }
+        nhc_event(n, NHC_EV_CQE_POSTED);
         QTAILQ_REMOVE(&cq->done_list, req, entry);
         req->cqe.sq_id = cpu_to_le16(sq->sqid);
         req->cqe.sq_head = cpu_to_le16(sq->head);
@@ -207,7 +213,7 @@ void nhc_post_cqes(NhcCQ *cq)
     }
     nhc_cq_irq(cq, posted);
     if (freed) {
-        nhc_resume_sqs(n);
+        nhc_fetch_kick(n);      /* SQs that had no free slot can go on */
     }
 }
 
@@ -237,10 +243,12 @@ void nhc_req_complete(NhcReq *req)
     NhcCtrl *n = sq->n;
     NhcCQ *cq;
 
+    nhc_fetch_hold(n);
     if (req->aborted) {
         nhc_req_release(req);
         QTAILQ_INSERT_TAIL(&sq->free_list, req, entry);
         nhc_sq_free_if_done(sq);
+        nhc_fetch_release(n);
         return;
     }
     cq = n->cq[sq->cqid];
@@ -253,11 +261,12 @@ void nhc_req_complete(NhcReq *req)
     QTAILQ_INSERT_TAIL(&cq->done_list, req, entry);
     /* Completions that arrive together are posted together, with one interrupt, from a bottom
      * half; under -icount at once, so the guest sees the modeled time exactly. */
-    if (icount_enabled()) {
+    if (nhc_exact_time(n)) {
         nhc_post_cqes(cq);
     } else {
         qemu_bh_schedule(cq->bh);
     }
+    nhc_fetch_release(n);
 }
 
 static void nhc_cq_bh(void *opaque)
@@ -456,25 +465,21 @@ static bool nhc_sq_can_fetch(NhcSQ *sq)
            !(sq->n->csts & NVME_CSTS_FAILED) && !sq->n->resetting;
 }
 
-/* Fetch and start up to @burst commands; returns how many were fetched. */
+/* Fetch and start up to @burst commands; returns how many were fetched.  Only from
+ * nhc_fetch_bh, which holds the fetch: a command that completes at once posts its completion
+ * here but fetches nothing. */
 static uint32_t nhc_process_sq(NhcSQ *sq, uint32_t burst)
 {
     NhcCtrl *n = sq->n;
     uint32_t fetched = 0;
 
-    if (sq->fetching) {
-        return 0;   /* the loop below picks up what a nested completion made possible */
-    }
-    if (n->power_cut) {
-        return 0;   /* the power is going (nhc_set_power_cut) */
-    }
     nhc_shadow_read(n, sq->db_addr, sq->size, &sq->tail);
-    sq->fetching = true;
     while (burst-- && nhc_sq_can_fetch(sq)) {
         uint64_t addr = sq->dma_addr + (uint64_t)sq->head * sizeof(NvmeCmd);
         NhcReq *req = QTAILQ_FIRST(&sq->free_list);
         uint16_t status;
 
+        nhc_event(n, NHC_EV_FETCH);
         if (pci_dma_read(PCI_DEVICE(n), addr, &req->cmd, sizeof(req->cmd)) != MEMTX_OK) {
             NHC_GUEST_ERR(trace_nhc_err_sq_read(sq->sqid, addr),
                           "SQ %u entry at 0x%" PRIx64 " not readable; controller fatal",
@@ -495,6 +500,8 @@ static uint32_t nhc_process_sq(NhcSQ *sq, uint32_t burst)
         req->outstanding = true;
         req->lba_lo = req->lba_hi = 0;
         req->ba_waiting = false;
+        req->ba_blockers = 0;
+        req->seq = n->fetch_seq++;
         trace_nhc_cmd_fetch(sq->sqid, le16_to_cpu(req->cmd.cid), req->cmd.opcode,
                             le32_to_cpu(req->cmd.nsid));
 
@@ -508,14 +515,28 @@ static uint32_t nhc_process_sq(NhcSQ *sq, uint32_t burst)
         }
     }
     nhc_shadow_publish(n, sq->ei_addr, sq->tail);
-    sq->fetching = false;
     return fetched;
 }
 
+void nhc_fetch_hold(NhcCtrl *n)
+{
+    n->fetch_hold++;
+}
+
+/* The outermost holder lets go: fetch what was asked for meanwhile. */
+void nhc_fetch_release(NhcCtrl *n)
+{
+    assert(n->fetch_hold > 0);
+    if (--n->fetch_hold == 0 && n->fetch_wanted) {
+        n->fetch_wanted = false;
+        nhc_fetch_kick(n);
+    }
+}
+
 /*
- * Arbitration, round robin: one bottom half visits the SQs in queue-id order, fetching at most
- * Arbitration Burst (2^AB; AB=7: no limit) commands from each, and goes round again until no SQ
- * has anything it can fetch.
+ * Arbitration, round robin: visit the SQs in queue-id order, fetching at most Arbitration Burst
+ * (2^AB; AB=7: no limit) commands from each, and go round again until no SQ has anything it can
+ * fetch.  A bottom half, or called directly under -icount (nhc_fetch_kick).
  */
 void nhc_fetch_bh(void *opaque)
 {
@@ -524,41 +545,39 @@ void nhc_fetch_bh(void *opaque)
     uint32_t burst = ab == 7 ? UINT32_MAX : 1u << ab;
     bool progress;
 
-    /* A command that waits for the block layer runs a nested event loop, which may run this
-     * bottom half again: the outer pass goes on with whatever that made fetchable. */
-    if (n->fetching) {
+    /* Held (a command that waits for the block layer runs a nested event loop, which may run
+     * this bottom half): the holder fetches when it lets go. */
+    if (n->fetch_hold) {
+        n->fetch_wanted = true;
         return;
     }
-    n->fetching = true;
+    if (n->power_cut) {
+        return;     /* the power is going (nhc_set_power_cut) */
+    }
+    nhc_fetch_hold(n);
     do {
         progress = false;
-        for (uint32_t qid = 0; qid < n->num_queues; qid++) {
+        for (uint32_t qid = 0; qid < n->num_queues && !n->power_cut; qid++) {
             NhcSQ *sq = n->sq[qid];
             if (sq && nhc_sq_can_fetch(sq) && nhc_process_sq(sq, burst)) {
                 progress = true;
             }
         }
     } while (progress);
-    n->fetching = false;
+    /* every SQ has been visited since the last request: nothing left to fetch */
+    n->fetch_wanted = false;
+    nhc_fetch_release(n);
 }
 
-/* Under -icount fetch at once (exact submission times); otherwise on the main loop. */
-void nhc_sq_kick(NhcSQ *sq)
+/* Something may have become fetchable (a doorbell, a freed slot): under -icount fetch at once
+ * (exact submission times), unless held; otherwise on the main loop. */
+void nhc_fetch_kick(NhcCtrl *n)
 {
-    if (icount_enabled()) {
-        nhc_process_sq(sq, UINT32_MAX);
+    if (n->fetch_hold) {
+        n->fetch_wanted = true;
+    } else if (nhc_exact_time(n)) {
+        nhc_fetch_bh(n);
     } else {
-        qemu_bh_schedule(sq->n->fetch_bh);
-    }
-}
-
-/* After completions free request slots, SQs that had to stop fetching can go on. */
-static void nhc_resume_sqs(NhcCtrl *n)
-{
-    for (uint32_t i = 0; i < n->num_queues; i++) {
-        NhcSQ *sq = n->sq[i];
-        if (sq && nhc_sq_can_fetch(sq)) {
-            nhc_sq_kick(sq);
-        }
+        qemu_bh_schedule(n->fetch_bh);
     }
 }

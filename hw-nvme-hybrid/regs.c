@@ -116,7 +116,7 @@ static void nhc_write_doorbell(NhcCtrl *n, hwaddr offset, uint32_t val)
         }
         trace_nhc_doorbell_sq(qid, val);
         sq->tail = val;
-        nhc_sq_kick(sq);
+        nhc_fetch_kick(n);
     }
 }
 

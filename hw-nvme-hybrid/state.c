@@ -82,6 +82,12 @@ void nhc_state_open(NhcCtrl *n, Error **errp)
 
     n->powered_on_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     n->state_path = nhc_file_property(n, n->state_file, ".nh-state");
+    if (n->state_path && g_file_test(n->state_path, G_FILE_TEST_EXISTS) &&
+        !g_file_test(n->state_path, G_FILE_TEST_IS_REGULAR)) {
+        /* a FIFO would block the start, and a save would replace what the user put there */
+        error_setg(errp, "state-file: %s is not a regular file", n->state_path);
+        return;
+    }
     if (n->state_path && g_file_test(n->state_path, G_FILE_TEST_EXISTS)) {
         if (!nh_engine_load(n->engine, n->state_path, &fe, &clean, &err)) {
             warn_report("nvme-hybrid: state file %s unusable (%s); rebuilding the mapping "
@@ -207,8 +213,23 @@ void nhc_state_touch(NhcCtrl *n)
  * leave is durable, or zeroes).  LBAs that map to no flash page hold zeroes and cost no read.
  * Kept bytes are capped at NHC_UNDO_MAX until the next Flush; beyond it lost LBAs keep the new
  * bytes (also what the specification allows for a write not flushed), never zeroes.
+ *
+ * A write over mapped LBAs is modeled first (the engine's buffer holds it from then on) and
+ * reads the old bytes afterwards, asynchronously.  In between, its LBAs are kept as
+ * NHC_UNDO_IN_BACKEND: the backend still holds their old bytes, since the new ones are written
+ * only once those are kept, so a power cut there leaves them alone (it must not zero them).
  */
 #define NHC_UNDO_MAX (64 * MiB)
+
+static uint8_t nhc_undo_in_backend_mark;
+#define NHC_UNDO_IN_BACKEND ((gpointer)&nhc_undo_in_backend_mark)
+
+static void nhc_undo_free(gpointer old)
+{
+    if (old != NHC_UNDO_IN_BACKEND) {
+        g_free(old);
+    }
+}
 
 /* Should a write of [off, off + len) that is not FUA keep the old bytes, and do they need a
  * read (*old_data: some page of the range is mapped)?  Called before the engine models it. */
@@ -226,34 +247,53 @@ bool nhc_undo_wanted(NhcCtrl *n, uint64_t off, uint64_t len, bool *old_data)
     return true;
 }
 
-/* Keep @old (the LBAs' bytes before the write; NULL: zeroes) for the LBAs not kept yet, unless
- * a Flush came since the write was modeled (@epoch). */
+/* Keep @old (the LBAs' bytes before the write; NULL: zeroes; NHC_UNDO_IN_BACKEND: still in the
+ * backend, to be read) for the LBAs not kept yet, or kept as still in the backend, unless a
+ * Flush came since the write was modeled (@epoch). */
 void nhc_undo_keep(NhcCtrl *n, uint64_t epoch, uint64_t lba, uint64_t nlb, const uint8_t *old)
 {
     if (epoch != n->undo_epoch) {
         return;
     }
+    if (old != NHC_UNDO_IN_BACKEND) {
+        nhc_event(n, NHC_EV_UNDO_KEPT);
+    }
     if (!n->undo) {
-        n->undo = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+        n->undo = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, nhc_undo_free);
     }
     for (uint64_t i = 0; i < nlb; i++) {
         uint64_t key = lba + i;
-        const uint8_t *p = old ? old + (i << n->lba_shift) : NULL;
+        const uint8_t *p = old == NHC_UNDO_IN_BACKEND ? old :
+                           old ? old + (i << n->lba_shift) : NULL;
+        gpointer had;
 
-        if (g_hash_table_contains(n->undo, &key)) {
+        if (g_hash_table_lookup_extended(n->undo, &key, NULL, &had)) {
+            if (had == NHC_UNDO_IN_BACKEND && p != NHC_UNDO_IN_BACKEND) {
+                g_hash_table_insert(n->undo, g_memdup2(&key, sizeof(key)),
+                                    p && !buffer_is_zero(p, n->lba_size) ?
+                                    g_memdup2(p, n->lba_size) : NULL);
+            }
             continue;
         }
         if (n->undo_bytes >= NHC_UNDO_MAX) {
             n->undo_full = true;
             return;
         }
-        if (p && buffer_is_zero(p, n->lba_size)) {
+        if (p && p != NHC_UNDO_IN_BACKEND && buffer_is_zero(p, n->lba_size)) {
             p = NULL;
         }
         g_hash_table_insert(n->undo, g_memdup2(&key, sizeof(key)),
+                            p == NHC_UNDO_IN_BACKEND ? NHC_UNDO_IN_BACKEND :
                             p ? g_memdup2(p, n->lba_size) : NULL);
         n->undo_bytes += n->lba_size;
     }
+}
+
+/* A write about to be modeled will read its LBAs' old bytes and keep them (nhc_undo_keep):
+ * until then they are in the backend. */
+void nhc_undo_pending(NhcCtrl *n, uint64_t lba, uint64_t nlb)
+{
+    nhc_undo_keep(n, n->undo_epoch, lba, nlb, NHC_UNDO_IN_BACKEND);
 }
 
 static gboolean nhc_undo_in_range(gpointer key, gpointer value, gpointer range)
@@ -291,8 +331,9 @@ void nhc_undo_clear(NhcCtrl *n)
     }
 }
 
-/* A lost buffered write: its sectors fall back to the bytes they held before it (kept above),
- * zeroes when they held none (they are deallocated), or, past the cap, the new bytes. */
+/* A lost buffered write: its sectors fall back to the bytes they held before it (kept above, or
+ * still in the backend), zeroes when they held none (they are deallocated), or, past the cap,
+ * the new bytes. */
 static void nhc_state_lost(void *opaque, uint64_t offset, uint64_t length)
 {
     NhcCtrl *n = opaque;
@@ -305,7 +346,9 @@ static void nhc_state_lost(void *opaque, uint64_t offset, uint64_t length)
         bool kept = n->undo && g_hash_table_lookup_extended(n->undo, &lba, NULL, &old);
         int ret = 0;
 
-        if (old) {
+        if (old == NHC_UNDO_IN_BACKEND) {
+            /* the write that lost them never reached the backend: its old bytes are there */
+        } else if (old) {
             ret = blk_pwrite(n->blkconf.blk, offset, next - offset,
                              (uint8_t *)old + (offset - (lba << n->lba_shift)), 0);
         } else if (kept || !n->undo_full) {

@@ -240,15 +240,18 @@ class Vm:
     DEVICE_ID = "nvme0"
 
     def __init__(self, qemu, model, image_size=64 << 20, serial="nhqtest0",
-                 device_props="", extra_args=(), drive_opts=""):
+                 device_props="", extra_args=(), drive_opts="", image=None):
         self.qemu = qemu
         self.model = model
         self.serial = serial
         self.image_size = image_size
         self.tmp = tempfile.mkdtemp(prefix="nh-qtest-")
-        self.image = os.path.join(self.tmp, "disk.img")
-        with open(self.image, "wb") as f:
-            f.truncate(image_size)
+        # @image: a drive that outlives this QEMU (a restart after a power cut); created when
+        # missing.  Its state and window files go next to it by default.
+        self.image = image or os.path.join(self.tmp, "disk.img")
+        if not os.path.exists(self.image):
+            with open(self.image, "wb") as f:
+                f.truncate(image_size)
         dev = f"{model},drive=d0,serial={serial},id={self.DEVICE_ID}"
         if device_props:
             dev += "," + device_props

@@ -175,16 +175,22 @@ def test_directives_claim(nvme):
 
 def test_volatile_write_cache_claim(nvme, ioq):
     """VWC bit 0 and 5.21.1.6: with a volatile write cache, the Volatile
-    Write Cache feature can be set and read back; without one, Set Features
-    for it fails with Invalid Field in Command. Flush is mandatory either way."""
+    Write Cache feature can be set and read back; without one the feature is
+    not supported, so Set Features (enabling or disabling it) and Get
+    Features (any select) of it both fail with Invalid Field in Command.
+    Flush is mandatory either way."""
     if nvme.id.vwc & 1:
         for wce in (0, 1):
             assert nvme.set_features(nq.FEAT_VWC, wce).ok
             cqe = nvme.get_features(nq.FEAT_VWC)
             assert cqe.ok and cqe.dw0 & 1 == wce, cqe
     else:
-        assert_status(nvme.set_features(nq.FEAT_VWC, 1), nq.SCT_GENERIC,
-                      nq.SC_INVALID_FIELD, "no volatile write cache")
+        for wce in (0, 1):
+            assert_status(nvme.set_features(nq.FEAT_VWC, wce), nq.SCT_GENERIC,
+                          nq.SC_INVALID_FIELD, f"set WCE={wce} without a volatile write cache")
+        for sel in range(4):
+            assert_status(nvme.get_features(nq.FEAT_VWC, sel=sel), nq.SCT_GENERIC,
+                          nq.SC_INVALID_FIELD, f"get (select {sel}) without a volatile cache")
     assert nvme.cmd(ioq, nq.sqe(nq.IO_FLUSH, nsid=1)).ok
 
 
