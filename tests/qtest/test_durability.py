@@ -75,12 +75,6 @@ def pin_cmd(eid, off, slba, nlb):
                   cdw14=nlb)
 
 
-def dsm_cmd(c, slba, nlb):
-    """Dataset Management, Attribute Deallocate, one range."""
-    buf = c.dma_buffer(16, struct.pack("<IIQ", 0, nlb, slba))
-    return nq.sqe(nq.IO_DSM, nsid=1, prp1=buf, cdw10=0, cdw11=1 << 2)
-
-
 def alive(vm):
     assert vm.alive(), f"QEMU died or hangs:\n{vm.stderr_text()}"
 
@@ -91,25 +85,41 @@ def events(vm):
 
 # -- 1. nothing is fetched from inside a completion or a reset -------------------------
 
-# DFTL with a one-entry mapping cache: deallocating LBAs whose mapping is not cached
-# rewrites their translation page, so the Dataset Management command waits for the flash
-# (a timer), and after it the LBAs are unwritten, so a BA_PIN of them loads at once (unwritten
-# reads are free) and completes inside the completion of the deallocation.
+# DFTL with a one-entry mapping cache.  Deallocating a mapped LBA whose mapping is not cached
+# rewrites its translation page, so a Dataset Management command waits for the flash (a
+# timer).  Its ranges span LBAs 0 to 28,008, so a BA_PIN of LBAs 16,384-16,391 (never written,
+# their translation page never written either) waits for it too, and then loads at once: its
+# mapping lookup reads nothing and evicts a clean entry, and unwritten reads are free.  The
+# pin thus completes inside the completion of the deallocation.
 CHAIN = "x-exact-time=on,ftl=dftl,cmt-size=8"
+PIN_LBA = 16384
 
 
 def chain_setup(c):
-    """I/O queue 1, LBAs 0-7 written and their mapping evicted from the cache, the window on;
-    the admin queue holds its four Asynchronous Event Requests."""
+    """I/O queue 1, LBAs 0-7 written and their mapping written back and evicted (clean
+    entries of other pages cached), the window on, the admin queue holding its four
+    Asynchronous Event Requests."""
     c.wr32(REG_PMRCTL, 1)
     q = c.create_io_queue(1, 16)
     assert c.write(q, 0, b"\x5a" * 4096).ok
-    assert c.write(q, 1024 * 8 * 4, b"\xa5" * 4096).ok     # another translation page
+    for lba in (5000 * 8, 6000 * 8, 7000 * 8):
+        assert c.read(q, lba, 8)[0].ok
     aers = submit_together(c, c.admin, [nq.sqe(nq.ADM_ASYNC_EVENT)] * 4)
     return q, aers
 
 
-def test_completion_does_not_fetch_a_delete_of_its_own_queue(make):
+def chain_dsm(c):
+    buf = c.dma_buffer(32, struct.pack("<IIQIIQ", 0, 8, 0, 0, 8, 3500 * 8))
+    return nq.sqe(nq.IO_DSM, nsid=1, prp1=buf, cdw10=1, cdw11=1 << 2)
+
+
+@pytest.fixture
+def perturb(monkeypatch):
+    """glibc fills freed memory: a use after free reads garbage instead of the old values."""
+    monkeypatch.setenv("MALLOC_PERTURB_", "165")
+
+
+def test_completion_does_not_fetch_a_delete_of_its_own_queue(perturb, make):
     """The admin queue has no free slot (four event requests and a BA_PIN waiting for a
     deallocation of its LBAs); a Delete I/O SQ of the deallocation's queue waits in it.  When
     the deallocation completes, the pin starts, completes at once and frees an admin slot.
@@ -117,8 +127,8 @@ def test_completion_does_not_fetch_a_delete_of_its_own_queue(make):
     request array the deallocation's completion was still using."""
     vm, c = make(CHAIN, admin_entries=5)
     q, _ = chain_setup(c)
-    [dsm] = submit_together(c, q, [dsm_cmd(c, 0, 8)])
-    [pin] = submit_together(c, c.admin, [pin_cmd(0, 0, 0, 8)])
+    [dsm] = submit_together(c, q, [chain_dsm(c)])
+    [pin] = submit_together(c, c.admin, [pin_cmd(0, 0, PIN_LBA, 8)])
     [delete] = submit_together(c, c.admin, [nq.sqe(nq.ADM_DELETE_SQ, cdw10=q.qid)])
     assert c.wait(c.admin, pin).ok
     assert c.wait(c.admin, delete).ok
@@ -128,15 +138,15 @@ def test_completion_does_not_fetch_a_delete_of_its_own_queue(make):
     assert c.healthy()
 
 
-def test_reset_does_not_fetch_queue_creations(make):
+def test_reset_does_not_fetch_queue_creations(perturb, make):
     """The same chain inside a Controller Level Reset: CC.EN=0 aborts the deallocation,
     whose end starts the pin, whose completion frees an admin slot while Create I/O CQ/SQ
     wait in the admin queue.  Fetched during the reset, the SQ outlived it with its CQ freed,
     and its next doorbell dereferenced NULL."""
     vm, c = make(CHAIN, admin_entries=5)
     q, _ = chain_setup(c)
-    submit_together(c, q, [dsm_cmd(c, 0, 8)])
-    submit_together(c, c.admin, [pin_cmd(0, 0, 0, 8)])
+    submit_together(c, q, [chain_dsm(c)])
+    submit_together(c, c.admin, [pin_cmd(0, 0, PIN_LBA, 8)])
     cq_addr, sq_addr = c.vm.alloc(16 * nq.CQE_SIZE), c.vm.alloc(16 * nq.SQE_SIZE)
     submit_together(c, c.admin, [
         nq.sqe(nq.ADM_CREATE_CQ, prp1=cq_addr, cdw10=15 << 16 | 2, cdw11=1),
