@@ -187,7 +187,7 @@ static gint by_time(gconstpointer a, gconstpointer b)
 /* What the first pass over the trace found. */
 typedef struct Scan {
     uint64_t nreq, max_end;
-    uint64_t backwards;     /* requests whose time is before the previous request's */
+    uint64_t backwards;     /* requests whose time is below the latest time before them */
     GArray  *sorted;        /* --sort: the requests in time order */
 } Scan;
 
@@ -196,7 +196,7 @@ typedef struct Scan {
 static bool first_pass(NhTrace *tr, Scan *sc, GError **errp)
 {
     NhTraceRec rec;
-    uint64_t prev = 0;
+    uint64_t latest = 0;
 
     *sc = (Scan){ 0 };
     if (opt_sort) {
@@ -207,8 +207,10 @@ static bool first_pass(NhTrace *tr, Scan *sc, GError **errp)
         if (fit) {
             nh_fit_add(fit, rec.offset, rec.length);
         }
-        sc->backwards += sc->nreq && rec.time_ns < prev;
-        prev = rec.time_ns;
+        /* below the latest time, not just the previous line's: the replay clamps each such
+         * request to the latest (a run of them after one late time is clamped whole) */
+        sc->backwards += rec.time_ns < latest;
+        latest = MAX(latest, rec.time_ns);
         if (sc->sorted) {
             Ordered o = { rec, sc->nreq };
             g_array_append_val(sc->sorted, o);
@@ -376,7 +378,7 @@ static bool replay(NhEngine *eng, NhTrace *tr, const GArray *sorted, uint64_t nr
                 first = rec.time_ns;
             }
             /* traces are not always sorted (counted by first_pass); the engine needs time that
-             * never goes back */
+             * never goes back, so a request is issued no earlier than the latest before it */
             now = MAX(now, base + (rec.time_ns > first ? rec.time_ns - first : 0));
         }
         if ((i & 0xffff) == 0xffff) {
@@ -406,21 +408,47 @@ static NhFit *fit_new(uint32_t page_size, GError **errp)
     return nh_fit_parse_mode(opt_fit, &mode, errp) ? nh_fit_new(mode, page_size) : NULL;
 }
 
-/* --fit: the statistics document gains a fit member; the summary goes to stderr and, in the
- * table, a line of its own. */
-static char *add_fit(char *stats)
+/* The requests the replay issued at a later time than the trace's: only the open loop in
+ * trace order clamps (--qd ignores the times, --sort puts them in order). */
+static uint64_t clamped(const Scan *scan)
 {
-    char *with_fit, *line;
+    return opt_qd || opt_sort ? 0 : scan->backwards;
+}
 
-    if (!fit) {
-        return stats;
+/* The statistics document with the simulator's own members (docs/simulator.md): trace, always,
+ * and fit with --fit, whose summary also goes to stderr (and, in the table, a line of its
+ * own). */
+static char *add_members(char *stats, const Scan *scan, uint64_t nbad)
+{
+    JsonParser *p = json_parser_new();
+    bool parsed = json_parser_load_from_data(p, stats, -1, NULL);
+    JsonGenerator *g;
+    JsonObject *root, *trace;
+    char *out;
+
+    g_assert(parsed);   /* the engine's own document */
+    root = json_node_get_object(json_parser_get_root(p));
+    trace = json_object_new();
+    json_object_set_int_member(trace, "requests", (gint64)scan->nreq);
+    json_object_set_int_member(trace, "malformed_lines", (gint64)nbad);
+    json_object_set_int_member(trace, "backward_requests", (gint64)scan->backwards);
+    json_object_set_int_member(trace, "clamped_requests", (gint64)clamped(scan));
+    json_object_set_object_member(root, "trace", trace);
+    if (fit) {
+        char *line = nh_fit_summary(fit);
+
+        json_object_set_object_member(root, "fit", nh_fit_json(fit));
+        fprintf(stderr, "nvme-hybrid-sim: --fit %s\n", line);
+        g_free(line);
     }
-    with_fit = nh_fit_add_to_json(fit, stats, opt_json);
-    line = nh_fit_summary(fit);
-    fprintf(stderr, "nvme-hybrid-sim: --fit %s\n", line);
-    g_free(line);
+    g = json_generator_new();
+    json_generator_set_pretty(g, opt_json);
+    json_generator_set_root(g, json_parser_get_root(p));
+    out = json_generator_to_data(g, NULL);
+    g_object_unref(g);
+    g_object_unref(p);
     g_free(stats);
-    return with_fit;
+    return out;
 }
 
 /* Timestamps that go backwards: say how many, and what the replay does with them. */
@@ -428,10 +456,10 @@ static void warn_backwards(const Scan *scan)
 {
     if (scan->backwards && !opt_qd) {
         fprintf(stderr, "nvme-hybrid-sim: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-                " requests (%.1f%%) arrive before the one before them: %s\n", scan->backwards,
-                scan->nreq, 100.0 * scan->backwards / scan->nreq,
+                " requests (%.1f%%) have a time below the latest one before them: %s\n",
+                scan->backwards, scan->nreq, 100.0 * scan->backwards / scan->nreq,
                 opt_sort ? "replayed in time order (--sort)"
-                : "each was issued at the previous one's time (--sort replays in time order)");
+                : "each was issued at that latest time (--sort replays in time order)");
     }
 }
 
@@ -514,7 +542,7 @@ int main(int argc, char **argv)
     }
     stats = nh_engine_stats_json(eng, opt_json);
     warn_unwritten(stats);
-    stats = add_fit(stats);
+    stats = add_members(stats, &scan, nbad);
     if (opt_json) {
         printf("%s\n", stats);
     } else {
