@@ -459,6 +459,12 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
     uint64_t t = now;
     bool defer;
 
+    if (now > NH_TIME_MAX) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "arrival time %" G_GUINT64_FORMAT " ns is "
+                    "after the 2^62 ns (146 years) the engine models: its completion time "
+                    "could overflow", now);
+        return false;
+    }
     switch (req->op) {
     case NH_OP_READ:
     case NH_OP_WRITE:

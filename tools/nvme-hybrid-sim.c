@@ -188,29 +188,62 @@ static gint by_time(gconstpointer a, gconstpointer b)
 typedef struct Scan {
     uint64_t nreq, max_end;
     uint64_t backwards;     /* requests whose time is below the latest time before them */
+    uint64_t lo, hi;        /* the earliest and the latest time */
+    uint64_t lo_line, hi_line;
     GArray  *sorted;        /* --sort: the requests in time order */
 } Scan;
+
+/* Open loop: the replay's clock runs over the trace's times (from the first, or with --sort the
+ * earliest), and the engine takes arrivals up to NH_TIME_MAX only, so a trace whose times span
+ * more is refused at the line that widens the span, naming the other end. */
+static bool span_ok(NhTrace *tr, Scan *sc, uint64_t t, GError **errp)
+{
+    uint64_t line = nh_trace_line(tr);
+    uint64_t other, other_line;
+
+    if (!sc->nreq || t < sc->lo) {
+        sc->lo = t;
+        sc->lo_line = line;
+    }
+    if (!sc->nreq || t > sc->hi) {
+        sc->hi = t;
+        sc->hi_line = line;
+    }
+    if (opt_qd || sc->hi - sc->lo <= NH_TIME_MAX) {
+        return true;
+    }
+    other = t == sc->hi ? sc->lo : sc->hi;
+    other_line = t == sc->hi ? sc->lo_line : sc->hi_line;
+    g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s:%" G_GUINT64_FORMAT ": time %"
+                G_GUINT64_FORMAT " ns is %.1f years from the time %" G_GUINT64_FORMAT " ns on "
+                "line %" G_GUINT64_FORMAT ": the replay models at most 2^62 ns (146 years), "
+                "after which completion times could overflow (--qd ignores the times)",
+                opt_trace, line, t, (double)(sc->hi - sc->lo) / (365.25 * 86400 * 1e9), other,
+                other_line);
+    return false;
+}
 
 /* Check every line (up to --limit), find the highest byte touched, count the times that go
  * back and, with --sort, keep the requests to sort them. */
 static bool first_pass(NhTrace *tr, Scan *sc, GError **errp)
 {
     NhTraceRec rec;
-    uint64_t latest = 0;
 
     *sc = (Scan){ 0 };
     if (opt_sort) {
         sc->sorted = g_array_new(FALSE, FALSE, sizeof(Ordered));
     }
     while ((!opt_limit || sc->nreq < (uint64_t)opt_limit) && nh_trace_next(tr, &rec, errp) > 0) {
+        /* below the latest time, not just the previous line's: the replay clamps each such
+         * request to the latest (a run of them after one late time is clamped whole) */
+        sc->backwards += sc->nreq && rec.time_ns < sc->hi;
+        if (!span_ok(tr, sc, rec.time_ns, errp)) {
+            return false;
+        }
         sc->max_end = MAX(sc->max_end, rec.offset + rec.length);
         if (fit) {
             nh_fit_add(fit, rec.offset, rec.length);
         }
-        /* below the latest time, not just the previous line's: the replay clamps each such
-         * request to the latest (a run of them after one late time is clamped whole) */
-        sc->backwards += rec.time_ns < latest;
-        latest = MAX(latest, rec.time_ns);
         if (sc->sorted) {
             Ordered o = { rec, sc->nreq };
             g_array_append_val(sc->sorted, o);

@@ -756,6 +756,11 @@ bool nh_trace_rewind(NhTrace *t, GError **errp)
     return true;
 }
 
+uint64_t nh_trace_line(const NhTrace *t)
+{
+    return t->lineno;
+}
+
 void nh_trace_skip_bad(NhTrace *t, bool skip)
 {
     t->skip_bad = skip;

@@ -1,6 +1,7 @@
 /* The simulator binary (NH_SIM, set by meson test) on samples and short traces: options,
- * the drain, refusals, backwards time, key listing, unwritten reads, --fill, placement tags,
- * die utilisation at saturation under the scheduler and the write allocation, gzipped traces. */
+ * the drain, refusals, backwards time, the time limit, key listing, unwritten reads, --fill,
+ * placement tags, die utilisation at saturation under the scheduler and the write allocation,
+ * gzipped traces. */
 #include "trace-util.h"
 
 #include <string.h>
@@ -250,6 +251,45 @@ static void test_sim_backwards(void)
     g_free(errs);
     g_unlink(p);
     g_free(p);
+}
+
+/* A time near 2^64 ns wrapped (duration -616 ns, latency 0): the open loop refuses a trace
+ * whose times span more than the engine models, naming both lines; exactly that span replays
+ * without wrapping; the closed loop, which ignores the times, replays it. */
+static void test_sim_time_limit(void)
+{
+    char *bad = write_tmp("5 0 0 8 0\n0 0 8 8 0\n18446744073709551000 0 16 8 0\n");
+    char *edge = write_tmp("0 0 0 8 0\n4611686018427387904 0 8 8 0\n");
+    char *args[] = { "--trace", bad, "--format", "mqsim", "--json", NULL, NULL, NULL };
+    char *errs = NULL, *out;
+    int status;
+
+    out = run_sim(args, &status, &errs);
+    g_assert_false(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, ":3: time 18446744073709551000 ns is 584.5 years from the "
+                                  "time 0 ns on line 2: the replay models at most 2^62 ns"));
+    g_free(out);
+    g_free(errs);
+    args[5] = "--qd";
+    args[6] = "1";
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_free(out);
+    g_free(errs);
+
+    args[1] = edge;
+    args[5] = NULL;
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_cmpuint(unit_json_uint(out, "run.last_ns"), >, 4611686018427387904ull);
+    g_assert_cmpuint(unit_json_uint(out, "run.duration_ns"), >, 4611686018427387904ull);
+    g_assert_cmpuint(unit_json_uint(out, "latency_ns.write.p50"), >, 0);
+    g_free(out);
+    g_free(errs);
+    g_unlink(bad);
+    g_unlink(edge);
+    g_free(bad);
+    g_free(edge);
 }
 
 /* --list-keys names every key of the configuration (the document's config object lists them
@@ -589,6 +629,7 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/sim/drain", test_sim_drain);
     g_test_add_func("/trace/sim/refusals", test_sim_refusals);
     g_test_add_func("/trace/sim/backwards", test_sim_backwards);
+    g_test_add_func("/trace/sim/time-limit", test_sim_time_limit);
     g_test_add_func("/trace/sim/list-keys", test_sim_list_keys);
     g_test_add_func("/trace/sim/unwritten", test_sim_unwritten);
     g_test_add_func("/trace/sim/fill-steady", test_sim_fill_steady);
