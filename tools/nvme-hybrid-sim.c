@@ -556,9 +556,17 @@ int main(int argc, char **argv)
         return fail(err);
     }
     if (!capacity) {
-        capacity = MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
+        /* rounded up to a GiB unless that passes 2^64 (the engine refuses such a size) */
+        capacity = max_end > UINT64_MAX - ((1ull << 30) - 1) ? max_end
+                   : MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
+        eng = nh_engine_new(&cfg, capacity, &err);
+        if (!eng) {
+            g_prefix_error(&err, "the highest byte the trace touches sets the capacity "
+                           "(--capacity or --fit set another): ");
+        }
+    } else {
+        eng = nh_engine_new(&cfg, capacity, &err);
     }
-    eng = nh_engine_new(&cfg, capacity, &err);
     if (!eng || !nh_trace_rewind(tr, &err)) {
         return fail(err);
     }

@@ -156,15 +156,29 @@ static void test_sim_drain(void)
     g_string_free(distinct, TRUE);
 }
 
-/* Refused at once, with the reason: a size the 2^32-page rule refuses (capacity sizing counted
- * blocks up one at a time, then blamed blocks or gc-high), an empty trace, a binary file. */
+/* Refused at once, with the reason: a size the 2^32-page rule or the blocks per plane refuse
+ * (capacity sizing counted blocks up one at a time, then blamed blocks or gc-high; the blocks
+ * per plane were blamed on page-size; a larger page-size was advised where none could hold the
+ * capacity; near 2^64 bytes the capacity covered 0 pages and the write crashed), an empty
+ * trace, a binary file. */
 static void test_sim_refusals(void)
 {
     static const struct { const char *text; size_t len; const char *device, *want; } c[] = {
         { "0 0 30000000000 8 0\n", 20, "channels=1,ways=1,pages=4",
-          "page-size: 14.0 TiB of capacity needs 4103076492 physical pages" },
+          "blocks: 14.0 TiB of capacity needs 1025769123 blocks per plane, more than the "
+          "16777216 a plane may have" },
         { "0 0 30000000000 8 0\n", 20, "channels=1,ways=1,pages=4,blocks=100",
-          "more than the 2^32 the mapping tables address" },
+          "16777216 a plane may have" },
+        { "0 0 42949672960 8 0\n", 20, "ftl=page",
+          "the highest byte the trace touches sets the capacity (--capacity or --fit set "
+          "another): page-size: 20.0 TiB of capacity needs 5773087380 physical pages of 4096 "
+          "bytes, more than the 2^32 the mapping tables address; use page-size=8K\n" },
+        { "0 0 150323855360 8 0\n", 21, "page-size=16K",
+          "capacity: 70.0 TiB needs 5051275286 physical pages of 16384 bytes, more than the "
+          "2^32 the mapping tables address, at any page-size" },
+        { "0 0 18014398509481983 1 0\n", 26, "ftl=page", "capacity: 8.0 EiB needs" },
+        { "0 0 18014398509481983 18014398509481983 0\n", 42, "ftl=page",
+          "capacity: 16.0 EiB needs" },
         { "", 0, "ftl=page", "no request to replay (the file is empty" },
         { "# only a comment\n\n", 18, "ftl=page", "no request to replay" },
         { "\0\0\0\0\0\0\0\0", 8, "ftl=page", "a NUL byte at offset 0: a binary file" },
