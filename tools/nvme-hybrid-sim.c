@@ -148,7 +148,9 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
                "above)\n", I(drain, "page_programs"), I(drain, "block_erases"),
                I(drain, "gc_page_copies"), I(drain, "time_ns") / 1e6);
     }
-    printf("waf         %.3f\n", json_object_get_double_member(root, "waf"));
+    printf("waf         %.3f pages programmed per page written, %.3f bytes per byte\n",
+           json_object_get_double_member(root, "waf"),
+           json_object_get_double_member(root, "waf_bytes"));
     printf("wear        erases min %llu max %llu mean %.2f\n", I(wear, "erase_min"),
            I(wear, "erase_max"), json_object_get_double_member(wear, "erase_mean"));
     printf("latency us  %-6s %10s %10s %10s %10s\n", "", "mean", "p50", "p99", "max");

@@ -84,6 +84,21 @@ static void test_sim_options(void)
     g_unlink(p);
     g_free(p);
 
+    /* the table shows WAF in pages and in bytes: a 4 KiB write on a 16 KiB page programs
+     * four times its bytes */
+    p = write_tmp("0 0 0 8 0\n");
+    {
+        char *small[] = { "--trace", p, "--format", "mqsim", "--device", "page-size=16K", NULL };
+        out = run_sim(small, &status, &errs);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        g_assert_nonnull(strstr(out, "\nwaf         1.000 pages programmed per page written, "
+                                     "4.000 bytes per byte\n"));
+        g_free(out);
+        g_free(errs);
+    }
+    g_unlink(p);
+    g_free(p);
+
     /* --fill leaves the write buffer empty: a trace of one read programs nothing */
     p = write_tmp("0 0 0 8 1\n");
     {
