@@ -14,6 +14,13 @@ static uint64_t logical_pages_of(uint64_t npages, uint32_t op)
     return npages * (100 - op) / 100;
 }
 
+/* The logical pages @capacity covers, without the rounding overflowing near 2^64 bytes (a
+ * capacity of 2^64 - 1024 bytes covered 0 pages, and the first write ran off the tables). */
+static uint64_t pages_of(uint64_t capacity, uint32_t page_size)
+{
+    return capacity / page_size + (capacity % page_size != 0);
+}
+
 static bool spare_ok(uint64_t nblocks, uint64_t npu, uint32_t pages, uint64_t lpages,
                      uint32_t spare)
 {
@@ -23,28 +30,16 @@ static bool spare_ok(uint64_t nblocks, uint64_t npu, uint32_t pages, uint64_t lp
 
 static char *human(uint64_t bytes)
 {
-    static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB", "PiB" };
+    static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
     double v = (double)bytes;
     int u = 0;
 
-    while (v >= 1024 && u < 5) {
+    while (v >= 1024 && u < 6) {
         v /= 1024;
         u++;
     }
     return u ? g_strdup_printf("%.1f %s", v, units[u])
              : g_strdup_printf("%" G_GUINT64_FORMAT " bytes", bytes);
-}
-
-static bool too_many_pages(const NhConfig *cfg, uint64_t capacity, uint64_t pages,
-                           GError **errp)
-{
-    char *want = human(capacity);
-    g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                "page-size: %s of capacity needs %" G_GUINT64_FORMAT " physical pages of "
-                "%u bytes, more than the 2^32 the mapping tables address; use a larger "
-                "page-size", want, pages, cfg->page_size);
-    g_free(want);
-    return false;
 }
 
 /* The fewest blocks per plane that hold @need logical pages after op with @spare spare blocks
@@ -67,55 +62,162 @@ static uint64_t fewest_blocks(const NhConfig *cfg, uint64_t need, uint64_t npu, 
     return blocks;
 }
 
+/*
+ * The fewest blocks per plane that hold @capacity under @cfg (*min) and the spare blocks per
+ * plane the FTL needs (*spare, 0 when no size suffices: gc-high=100).  Returns the physical
+ * pages of *min blocks per plane, or, with both 0, of the capacity alone before any spare when
+ * that passes 2^32 already: the FTL's spare rule would overflow on such a size.
+ */
+static uint64_t auto_size(const NhConfig *cfg, uint64_t capacity, uint32_t *spare,
+                          uint64_t *min)
+{
+    uint64_t npu = (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
+    uint64_t need = pages_of(capacity, cfg->page_size);
+
+    *spare = 0;
+    *min = 0;
+    if (need * 100 / (100 - cfg->op) >= UINT32_MAX) {
+        return need * 100 / (100 - cfg->op);
+    }
+    /* every plane needs spare blocks for the FTL's open blocks, its free-block watermarks and
+     * invalid pages for GC to reclaim; the FTL says how many */
+    *spare = nh_ftl_find(cfg->ftl)->spare_blocks(cfg, need, (uint32_t)npu);
+    if (!*spare) {
+        return 0;
+    }
+    *min = fewest_blocks(cfg, need, npu, *spare);
+    return *min * npu * cfg->pages;
+}
+
+/* @capacity needs @pages physical pages, more than 2^32.  A larger page-size is advised only
+ * if one holds the capacity within 2^32 pages (it was advised at 16K, and for 8 EiB, where
+ * none can). */
+static bool too_many_pages(const NhConfig *cfg, uint64_t capacity, uint64_t pages,
+                           GError **errp)
+{
+    uint32_t largest = (uint32_t)nh_config_find("page-size")->max, ps;
+    char *want = human(capacity), *flash = human((uint64_t)largest << 32);
+
+    for (ps = cfg->page_size * 2; ps <= largest; ps *= 2) {
+        NhConfig c = *cfg;
+        uint32_t spare;
+        uint64_t min;
+
+        c.page_size = ps;
+        c.blocks = 0;
+        if (auto_size(&c, capacity, &spare, &min) < UINT32_MAX && spare) {
+            break;
+        }
+    }
+    if (ps <= largest) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "page-size: %s of capacity needs %" G_GUINT64_FORMAT " physical pages of "
+                    "%u bytes, more than the 2^32 the mapping tables address; use page-size="
+                    "%uK%s", want, pages, cfg->page_size, ps / 1024,
+                    cfg->blocks ? " with blocks=auto" : "");
+    } else {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "capacity: %s needs %" G_GUINT64_FORMAT " physical pages of %u bytes, more "
+                    "than the 2^32 the mapping tables address, at any page-size: a device has "
+                    "at most %s of flash (2^32 pages of %u KiB), op and spare blocks included; "
+                    "use a smaller capacity", want, pages, cfg->page_size, flash,
+                    largest / 1024);
+    }
+    g_free(want);
+    g_free(flash);
+    return false;
+}
+
+/*
+ * An explicit blocks below @min, the fewest that hold the capacity's @need logical pages after
+ * op with @spare spare blocks per plane: say which of the two rules it breaks, with the
+ * numbers, and advise only what would help (a lower op cannot give spare blocks).
+ */
+static bool too_few_blocks(const NhConfig *cfg, uint64_t capacity, uint64_t need, uint64_t npu,
+                           uint32_t spare, uint64_t min, GError **errp)
+{
+    uint64_t blocks = cfg->blocks, per_block_logical = npu * cfg->pages;
+    uint64_t data = (need + per_block_logical - 1) / per_block_logical;
+    bool spare_fits = spare_ok(blocks * npu, npu, cfg->pages, need, spare);
+    char *want = human(capacity);
+
+    if (logical_pages_of(blocks * per_block_logical, cfg->op) < need) {
+        char *have = human(logical_pages_of(blocks * per_block_logical, cfg->op) *
+                           cfg->page_size);
+        char *op_advice = NULL;
+        uint32_t op = cfg->op;
+
+        while (op > 1 && logical_pages_of(blocks * per_block_logical, op) < need) {
+            op--;
+        }
+        if (spare_fits && logical_pages_of(blocks * per_block_logical, op) >= need) {
+            op_advice = g_strdup_printf(", op=%u or less", op);
+        }
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "blocks: %" G_GUINT64_FORMAT " blocks per plane give %s of logical space "
+                    "after op=%u%%, less than the capacity %s; use blocks=%" G_GUINT64_FORMAT
+                    " or more%s, or blocks=auto", blocks, have, cfg->op, want, min,
+                    op_advice ? op_advice : "");
+        g_free(op_advice);
+        g_free(have);
+    } else {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "blocks: %" G_GUINT64_FORMAT " blocks per plane leave %" G_GUINT64_FORMAT
+                    " spare beyond the %" G_GUINT64_FORMAT " that hold the capacity %s, fewer "
+                    "than the %u spare blocks per plane ftl=%s needs for its open blocks, free "
+                    "blocks and room to clean (docs/engine.md, Geometry); use blocks=%"
+                    G_GUINT64_FORMAT " or more, or blocks=auto, or a smaller capacity", blocks,
+                    blocks - data, data, want, spare, cfg->ftl, min);
+    }
+    g_free(want);
+    return false;
+}
+
 /* Fill in blocks=auto, or check an explicit value against the capacity. */
 static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages, GError **errp)
 {
     uint64_t npu = (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
-    uint64_t need = (capacity + cfg->page_size - 1) / cfg->page_size;
+    uint64_t need = pages_of(capacity, cfg->page_size);
     uint64_t per_block_logical = npu * cfg->pages;
-    uint64_t blocks, min;
-    const NhFtlOps *ops = nh_ftl_find(cfg->ftl);
+    uint64_t blocks, min, pages;
     uint32_t spare;
 
     if (capacity == 0) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "capacity: must be larger than 0");
         return false;
     }
-    /* the 2^32-page rule at once, on the pages the capacity needs before any spare: no sizing
-     * below (nor the FTL's spare rule, whose arithmetic it would overflow) sees such a size */
-    if (need * 100 / (100 - cfg->op) >= UINT32_MAX) {
-        return too_many_pages(cfg, capacity, need * 100 / (100 - cfg->op), errp);
+    /* the fewest blocks that hold the capacity: refused here if even they break a rule */
+    pages = auto_size(cfg, capacity, &spare, &min);
+    if (pages >= UINT32_MAX) {
+        return too_many_pages(cfg, capacity, pages, errp);
     }
-    /* every plane needs spare blocks for the FTL's open blocks, its free-block watermarks and
-     * invalid pages for GC to reclaim; the FTL says how many */
-    spare = ops->spare_blocks(cfg, need, (uint32_t)npu);
     if (!spare) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "gc-high: %u%% of the spare blocks kept free leaves GC no block with invalid "
                     "pages to reclaim; use less than 100", cfg->gc_high);
         return false;
     }
-    /* the fewest blocks that hold the capacity: refused here if even they break the rule */
-    min = fewest_blocks(cfg, need, npu, spare);
-    if (min * per_block_logical >= UINT32_MAX || min > (1u << 24)) {
-        return too_many_pages(cfg, capacity, min * per_block_logical, errp);
-    }
-    blocks = cfg->blocks ? cfg->blocks : min;
-    if (blocks < min) {
-        char *have = human(logical_pages_of(blocks * per_block_logical, cfg->op) *
-                           cfg->page_size);
+    if (min > nh_config_find("blocks")->max) {
         char *want = human(capacity);
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "blocks: %" G_GUINT64_FORMAT " blocks per plane give %s of logical "
-                    "space after op=%u%% (and %u spare blocks per plane), less than the "
-                    "capacity %s; need at least %" G_GUINT64_FORMAT " (or blocks=auto)",
-                    blocks, have, cfg->op, spare, want, min);
-        g_free(have);
+                    "blocks: %s of capacity needs %" G_GUINT64_FORMAT " blocks per plane, more "
+                    "than the %" G_GUINT64_FORMAT " a plane may have; use more pages per block "
+                    "(pages), larger pages (page-size) or more planes (channels, ways, dies, "
+                    "planes)", want, min, nh_config_find("blocks")->max);
         g_free(want);
         return false;
     }
-    if (blocks * per_block_logical >= UINT32_MAX || blocks > (1u << 24)) {
-        return too_many_pages(cfg, capacity, blocks * per_block_logical, errp);
+    blocks = cfg->blocks ? cfg->blocks : min;
+    if (blocks < min) {
+        return too_few_blocks(cfg, capacity, need, npu, spare, min, errp);
+    }
+    if (blocks * per_block_logical >= UINT32_MAX) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "blocks: %" G_GUINT64_FORMAT " blocks per plane make %" G_GUINT64_FORMAT
+                    " physical pages, more than the 2^32 the mapping tables address; use "
+                    "blocks=%" G_GUINT64_FORMAT " or fewer (or blocks=auto)", blocks,
+                    blocks * per_block_logical, (UINT32_MAX - 1) / per_block_logical);
+        return false;
     }
     cfg->blocks = (uint32_t)blocks;
     *lpages = need;
@@ -459,6 +561,12 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
     uint64_t t = now;
     bool defer;
 
+    if (now > NH_TIME_MAX) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "arrival time %" G_GUINT64_FORMAT " ns is "
+                    "after the 2^62 ns (146 years) the engine models: its completion time "
+                    "could overflow", now);
+        return false;
+    }
     switch (req->op) {
     case NH_OP_READ:
     case NH_OP_WRITE:

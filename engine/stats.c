@@ -77,6 +77,15 @@ static double waf(const Ctx *c)
            ? (double)c->s->nand_page_programs / (double)c->s->host_write_pages : 0.0;
 }
 
+/* Bytes programmed per byte the host wrote: waf counts a page written whole or in part as one,
+ * so a 4 KiB write on 16 KiB pages programs four times its bytes and counts 1 in both terms. */
+static double waf_bytes(const Ctx *c)
+{
+    return c->s->host_write_bytes
+           ? (double)c->s->nand_page_programs * c->nand->g.page_size /
+             (double)c->s->host_write_bytes : 0.0;
+}
+
 static uint64_t run_cmds(const Ctx *c)
 {
     return c->s->host_read_cmds + c->s->host_write_cmds + c->s->host_trim_cmds +
@@ -162,6 +171,7 @@ static const NhStatsEntry sched_stats[] = {
 /* Derived values, latency and the write buffer; the buffer policies' own counters follow. */
 static const NhStatsEntry memory_stats[] = {
     { "waf", DF(waf) },
+    { "waf_bytes", DF(waf_bytes) },
     { "conditioning.fill_bytes", C(cond_fill_bytes) },
     { "conditioning.seq_writes", C(cond_seq_writes) },
     { "conditioning.rand_writes", C(cond_rand_writes) },

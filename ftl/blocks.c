@@ -428,7 +428,13 @@ uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t 
 {
     uint64_t per_plane = (uint64_t)cfg->pages * npu;
     uint64_t data = (live_pages + per_plane - 1) / per_plane;
-    uint64_t room = MAX(1, (data * cfg->op + 99 - cfg->op) / (100 - cfg->op));
+    /* blocks=auto (cfg->blocks 0) is sized so that GC has op percent of the data besides the
+     * open and free blocks: op is then what GC really has (docs/engine.md, Geometry).  An
+     * explicit blocks is a given device, whose op counts every block beyond the logical space
+     * as spare, the open and free blocks too, as MQSim and drive makers count it: it needs
+     * one block of room, the least GC reclaims with.  Asking op of the data besides refused
+     * MQSim's own geometry at its op of 7% (2,048 blocks, 1,880 of data, 180 needed). */
+    uint64_t room = cfg->blocks ? 1 : MAX(1, (data * cfg->op + 99 - cfg->op) / (100 - cfg->op));
     uint32_t crit, low, high;
 
     if (cfg->gc_high >= 100) {

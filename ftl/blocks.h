@@ -97,10 +97,11 @@ typedef struct NhBlocks {
 /*
  * The fewest spare blocks per plane (beyond its share of @live_pages) with which GC works: the
  * @held blocks the FTL keeps open or for its own use, the free blocks the gc-high watermark
- * keeps (at least @reserve + 2), and room for invalid pages of at least op percent of the
- * data blocks (at least one block), so that at the watermark a victim still has invalid pages
- * and GC reclaims instead of compacting.  0 when gc-high leaves no room at any size.  The
- * FTL's spare_blocks hook; blocks=auto is sized with it.
+ * keeps (at least @reserve + 2), and room for invalid pages, so that at the watermark a victim
+ * still has invalid pages and GC reclaims instead of compacting: for blocks=auto at least op
+ * percent of the data blocks (at least one block), for an explicit blocks one block.  0 when
+ * gc-high leaves no room at any size.  The FTL's spare_blocks hook; blocks=auto is sized with
+ * it, an explicit blocks is checked against it.
  */
 uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t npu,
                              uint32_t held, uint32_t reserve);

@@ -82,7 +82,8 @@ typedef struct NhFtlOps {
     char *(*check)(void *ftl);
     /* blocks per plane the FTL needs beyond those holding the logical space (its frontiers,
      * GC reserve and watermarks, own metadata, room to clean); 0 when no size suffices.  The
-     * engine sizes blocks=auto with it and refuses an explicit blocks below it. */
+     * engine sizes blocks=auto (cfg->blocks 0) with it and refuses an explicit blocks below
+     * it; the room to clean may differ between the two (nh_blocks_min_spare). */
     uint32_t (*spare_blocks)(const NhConfig *cfg, uint64_t lpages, uint32_t npu);
     /* does logical block @lbn (lpn / pages) have valid pages in log blocks, i.e. a merge
      * pending?  A fact of the FTL any layer above may ask; NULL = the FTL has no log blocks

@@ -67,10 +67,14 @@ uint64_t nh_engine_logical_capacity(const NhEngine *eng);
 uint64_t nh_engine_program_bytes(const NhEngine *eng);
 uint64_t nh_engine_stripe_bytes(const NhEngine *eng);
 
+/* The latest arrival time nh_engine_submit() accepts, in ns (2^62 ns, 146 years): a completion
+ * time, the arrival plus the modelled work, then stays far below 2^64 and never wraps. */
+#define NH_TIME_MAX (UINT64_C(1) << 62)
+
 /*
  * Model @req arriving at @now; returns its completion time (>= now).  Fails only for a request
- * outside the logical space, malformed (zero length) or with a stream above
- * nh_engine_stream_limit(), leaving the model unchanged.
+ * outside the logical space, malformed (zero length), with a stream above
+ * nh_engine_stream_limit() or arriving after NH_TIME_MAX, leaving the model unchanged.
  */
 bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
                       GError **errp);

@@ -71,6 +71,7 @@ RATIOS = [
 # Gauges read as they are: name -> (label, key, scale, unit)
 GAUGES = [
     ("waf_total", "write amplification since start", "waf", 1, ""),
+    ("waf_bytes_total", "write amplification in bytes since start", "waf_bytes", 1, ""),
     ("erase_min", "erase count min", "wear.erase_min", 1, ""),
     ("erase_max", "erase count max", "wear.erase_max", 1, ""),
     ("erase_mean", "erase count mean", "wear.erase_mean", 1, ""),

@@ -185,19 +185,10 @@ char *nh_fit_summary(const NhFit *f)
                            r->span_bytes / gib, r->touched_bytes / gib, r->extents, f->unit);
 }
 
-char *nh_fit_add_to_json(const NhFit *f, const char *json, bool pretty)
+JsonObject *nh_fit_json(const NhFit *f)
 {
-    JsonParser *p = json_parser_new();
-    JsonGenerator *g;
-    JsonObject *root, *fit;
-    char *out;
+    JsonObject *fit = json_object_new();
 
-    if (!json_parser_load_from_data(p, json, -1, NULL)) {
-        g_object_unref(p);
-        return g_strdup(json);
-    }
-    root = json_node_get_object(json_parser_get_root(p));
-    fit = json_object_new();
     json_object_set_string_member(fit, "mode", f->rep.mode);
     json_object_set_int_member(fit, "span_bytes", f->rep.span_bytes);
     json_object_set_int_member(fit, "touched_bytes", f->rep.touched_bytes);
@@ -205,14 +196,7 @@ char *nh_fit_add_to_json(const NhFit *f, const char *json, bool pretty)
     json_object_set_int_member(fit, "fitted_bytes", f->rep.fitted_bytes);
     json_object_set_int_member(fit, "moved_back", f->rep.moved_back);
     json_object_set_int_member(fit, "unit_bytes", f->unit);
-    json_object_set_object_member(root, "fit", fit);
-    g = json_generator_new();
-    json_generator_set_pretty(g, pretty);
-    json_generator_set_root(g, json_parser_get_root(p));
-    out = json_generator_to_data(g, NULL);
-    g_object_unref(g);
-    g_object_unref(p);
-    return out;
+    return fit;
 }
 
 void nh_fit_free(NhFit *f)

@@ -46,8 +46,8 @@ uint64_t nh_fit_map(NhFit *f, uint64_t offset, uint64_t length);
 const NhFitReport *nh_fit_report(const NhFit *f);
 /* One line for people: the mode, the span, what the trace touched and where it went. */
 char *nh_fit_summary(const NhFit *f);
-/* The statistics document @json with a "fit" member added (the report's fields). */
-char *nh_fit_add_to_json(const NhFit *f, const char *json, bool pretty);
+/* The "fit" member of the simulator's statistics document: the report's fields. */
+JsonObject *nh_fit_json(const NhFit *f);
 void nh_fit_free(NhFit *f);
 
 #endif

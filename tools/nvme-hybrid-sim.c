@@ -148,7 +148,9 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
                "above)\n", I(drain, "page_programs"), I(drain, "block_erases"),
                I(drain, "gc_page_copies"), I(drain, "time_ns") / 1e6);
     }
-    printf("waf         %.3f\n", json_object_get_double_member(root, "waf"));
+    printf("waf         %.3f pages programmed per page written, %.3f bytes per byte\n",
+           json_object_get_double_member(root, "waf"),
+           json_object_get_double_member(root, "waf_bytes"));
     printf("wear        erases min %llu max %llu mean %.2f\n", I(wear, "erase_min"),
            I(wear, "erase_max"), json_object_get_double_member(wear, "erase_mean"));
     printf("latency us  %-6s %10s %10s %10s %10s\n", "", "mean", "p50", "p99", "max");
@@ -187,28 +189,63 @@ static gint by_time(gconstpointer a, gconstpointer b)
 /* What the first pass over the trace found. */
 typedef struct Scan {
     uint64_t nreq, max_end;
-    uint64_t backwards;     /* requests whose time is before the previous request's */
+    uint64_t backwards;     /* requests whose time is below the latest time before them */
+    uint64_t lo, hi;        /* the earliest and the latest time */
+    uint64_t lo_line, hi_line;
     GArray  *sorted;        /* --sort: the requests in time order */
 } Scan;
+
+/* Open loop: the replay's clock runs over the trace's times (from the first, or with --sort the
+ * earliest), and the engine takes arrivals up to NH_TIME_MAX only, so a trace whose times span
+ * more is refused at the line that widens the span, naming the other end. */
+static bool span_ok(NhTrace *tr, Scan *sc, uint64_t t, GError **errp)
+{
+    uint64_t line = nh_trace_line(tr);
+    uint64_t other, other_line;
+
+    if (!sc->nreq || t < sc->lo) {
+        sc->lo = t;
+        sc->lo_line = line;
+    }
+    if (!sc->nreq || t > sc->hi) {
+        sc->hi = t;
+        sc->hi_line = line;
+    }
+    if (opt_qd || sc->hi - sc->lo <= NH_TIME_MAX) {
+        return true;
+    }
+    other = t == sc->hi ? sc->lo : sc->hi;
+    other_line = t == sc->hi ? sc->lo_line : sc->hi_line;
+    g_set_error(errp, NH_ERROR, NH_ERROR_TRACE, "%s:%" G_GUINT64_FORMAT ": time %"
+                G_GUINT64_FORMAT " ns is %.1f years from the time %" G_GUINT64_FORMAT " ns on "
+                "line %" G_GUINT64_FORMAT ": the replay models at most 2^62 ns (146 years), "
+                "after which completion times could overflow (--qd ignores the times)",
+                opt_trace, line, t, (double)(sc->hi - sc->lo) / (365.25 * 86400 * 1e9), other,
+                other_line);
+    return false;
+}
 
 /* Check every line (up to --limit), find the highest byte touched, count the times that go
  * back and, with --sort, keep the requests to sort them. */
 static bool first_pass(NhTrace *tr, Scan *sc, GError **errp)
 {
     NhTraceRec rec;
-    uint64_t prev = 0;
 
     *sc = (Scan){ 0 };
     if (opt_sort) {
         sc->sorted = g_array_new(FALSE, FALSE, sizeof(Ordered));
     }
     while ((!opt_limit || sc->nreq < (uint64_t)opt_limit) && nh_trace_next(tr, &rec, errp) > 0) {
+        /* below the latest time, not just the previous line's: the replay clamps each such
+         * request to the latest (a run of them after one late time is clamped whole) */
+        sc->backwards += sc->nreq && rec.time_ns < sc->hi;
+        if (!span_ok(tr, sc, rec.time_ns, errp)) {
+            return false;
+        }
         sc->max_end = MAX(sc->max_end, rec.offset + rec.length);
         if (fit) {
             nh_fit_add(fit, rec.offset, rec.length);
         }
-        sc->backwards += sc->nreq && rec.time_ns < prev;
-        prev = rec.time_ns;
         if (sc->sorted) {
             Ordered o = { rec, sc->nreq };
             g_array_append_val(sc->sorted, o);
@@ -376,7 +413,7 @@ static bool replay(NhEngine *eng, NhTrace *tr, const GArray *sorted, uint64_t nr
                 first = rec.time_ns;
             }
             /* traces are not always sorted (counted by first_pass); the engine needs time that
-             * never goes back */
+             * never goes back, so a request is issued no earlier than the latest before it */
             now = MAX(now, base + (rec.time_ns > first ? rec.time_ns - first : 0));
         }
         if ((i & 0xffff) == 0xffff) {
@@ -406,21 +443,47 @@ static NhFit *fit_new(uint32_t page_size, GError **errp)
     return nh_fit_parse_mode(opt_fit, &mode, errp) ? nh_fit_new(mode, page_size) : NULL;
 }
 
-/* --fit: the statistics document gains a fit member; the summary goes to stderr and, in the
- * table, a line of its own. */
-static char *add_fit(char *stats)
+/* The requests the replay issued at a later time than the trace's: only the open loop in
+ * trace order clamps (--qd ignores the times, --sort puts them in order). */
+static uint64_t clamped(const Scan *scan)
 {
-    char *with_fit, *line;
+    return opt_qd || opt_sort ? 0 : scan->backwards;
+}
 
-    if (!fit) {
-        return stats;
+/* The statistics document with the simulator's own members (docs/simulator.md): trace, always,
+ * and fit with --fit, whose summary also goes to stderr (and, in the table, a line of its
+ * own). */
+static char *add_members(char *stats, const Scan *scan, uint64_t nbad)
+{
+    JsonParser *p = json_parser_new();
+    bool parsed = json_parser_load_from_data(p, stats, -1, NULL);
+    JsonGenerator *g;
+    JsonObject *root, *trace;
+    char *out;
+
+    g_assert(parsed);   /* the engine's own document */
+    root = json_node_get_object(json_parser_get_root(p));
+    trace = json_object_new();
+    json_object_set_int_member(trace, "requests", (gint64)scan->nreq);
+    json_object_set_int_member(trace, "malformed_lines", (gint64)nbad);
+    json_object_set_int_member(trace, "backward_requests", (gint64)scan->backwards);
+    json_object_set_int_member(trace, "clamped_requests", (gint64)clamped(scan));
+    json_object_set_object_member(root, "trace", trace);
+    if (fit) {
+        char *line = nh_fit_summary(fit);
+
+        json_object_set_object_member(root, "fit", nh_fit_json(fit));
+        fprintf(stderr, "nvme-hybrid-sim: --fit %s\n", line);
+        g_free(line);
     }
-    with_fit = nh_fit_add_to_json(fit, stats, opt_json);
-    line = nh_fit_summary(fit);
-    fprintf(stderr, "nvme-hybrid-sim: --fit %s\n", line);
-    g_free(line);
+    g = json_generator_new();
+    json_generator_set_pretty(g, opt_json);
+    json_generator_set_root(g, json_parser_get_root(p));
+    out = json_generator_to_data(g, NULL);
+    g_object_unref(g);
+    g_object_unref(p);
     g_free(stats);
-    return with_fit;
+    return out;
 }
 
 /* Timestamps that go backwards: say how many, and what the replay does with them. */
@@ -428,10 +491,10 @@ static void warn_backwards(const Scan *scan)
 {
     if (scan->backwards && !opt_qd) {
         fprintf(stderr, "nvme-hybrid-sim: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-                " requests (%.1f%%) arrive before the one before them: %s\n", scan->backwards,
-                scan->nreq, 100.0 * scan->backwards / scan->nreq,
+                " requests (%.1f%%) have a time below the latest one before them: %s\n",
+                scan->backwards, scan->nreq, 100.0 * scan->backwards / scan->nreq,
                 opt_sort ? "replayed in time order (--sort)"
-                : "each was issued at the previous one's time (--sort replays in time order)");
+                : "each was issued at that latest time (--sort replays in time order)");
     }
 }
 
@@ -495,9 +558,17 @@ int main(int argc, char **argv)
         return fail(err);
     }
     if (!capacity) {
-        capacity = MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
+        /* rounded up to a GiB unless that passes 2^64 (the engine refuses such a size) */
+        capacity = max_end > UINT64_MAX - ((1ull << 30) - 1) ? max_end
+                   : MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
+        eng = nh_engine_new(&cfg, capacity, &err);
+        if (!eng) {
+            g_prefix_error(&err, "the highest byte the trace touches sets the capacity "
+                           "(--capacity or --fit set another): ");
+        }
+    } else {
+        eng = nh_engine_new(&cfg, capacity, &err);
     }
-    eng = nh_engine_new(&cfg, capacity, &err);
     if (!eng || !nh_trace_rewind(tr, &err)) {
         return fail(err);
     }
@@ -514,7 +585,7 @@ int main(int argc, char **argv)
     }
     stats = nh_engine_stats_json(eng, opt_json);
     warn_unwritten(stats);
-    stats = add_fit(stats);
+    stats = add_members(stats, &scan, nbad);
     if (opt_json) {
         printf("%s\n", stats);
     } else {

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -34,7 +35,44 @@ struct NhTrace {
     int      fio_version;   /* from the header line */
     uint64_t fio_clock_ns;  /* v2: the sum of the waits so far */
     bool     in_summary;    /* blkparse: past the events, in the per-CPU summary */
+    char    *why;           /* a malformed line's reason that names a value (whyf) */
 };
+
+/* 512-byte sectors: the most an address or a count may be, 2^54 - 1, so that in bytes both
+ * and their sum fit in 64 bits. */
+#define MAX_SECTORS (UINT64_MAX >> 10)
+
+/* A parser's reason that names the value at fault; valid until the next one. */
+static const char *G_GNUC_PRINTF(2, 3) whyf(NhTrace *t, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    g_free(t->why);
+    t->why = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    return t->why;
+}
+
+/* Why a sector address or count @v, the format's field @name, is refused; NULL if it is not. */
+static const char *sectors_why(NhTrace *t, const char *name, uint64_t v)
+{
+    return v <= MAX_SECTORS ? NULL
+           : whyf(t, "%s %" G_GUINT64_FORMAT " is out of range: at most 2^54 - 1 sectors (its "
+                  "bytes must fit in 64 bits)", name, v);
+}
+
+/* Why the byte range [@offset, +@length) is refused, an empty one or one that ends beyond 2^64
+ * bytes, with the format's names @off and @len for the fields; NULL if it is not. */
+static const char *range_why(NhTrace *t, uint64_t offset, uint64_t length, const char *off,
+                             const char *len)
+{
+    if (!length) {
+        return whyf(t, "%s must be nonzero", len);
+    }
+    return offset <= UINT64_MAX - length ? NULL
+           : whyf(t, "%s + %s ends beyond 2^64 bytes", off, len);
+}
 
 static bool to_u64(const char *s, int base, uint64_t *v)
 {
@@ -136,13 +174,12 @@ static int parse_mqsim(NhTrace *tr, char *line, NhTraceRec *rec, const char **wh
     const char *p = line;
     uint64_t t, dev, lba, n, type, stream = 0;
     int nf;
-    (void)tr;
 
     /* a well-formed line in one pass; anything else below, which says what is wrong */
     if (scan_u64(&p, &t) && scan_u64(&p, &dev) && scan_u64(&p, &lba) && scan_u64(&p, &n) &&
         scan_u64(&p, &type) && (!p[strspn(p, " \t")] || scan_u64(&p, &stream)) &&
-        !p[strspn(p, " \t")] && type <= 1 && n && n <= (UINT64_MAX >> 10) &&
-        lba <= (UINT64_MAX >> 10) && stream <= UINT16_MAX) {
+        !p[strspn(p, " \t")] && type <= 1 && n && n <= MAX_SECTORS && lba <= MAX_SECTORS &&
+        stream <= UINT16_MAX) {
         rec->time_ns = t;
         rec->op = type ? NH_OP_READ : NH_OP_WRITE;
         rec->offset = lba * 512;
@@ -168,8 +205,11 @@ static int parse_mqsim(NhTrace *tr, char *line, NhTraceRec *rec, const char **wh
         *why = "type must be 0 (write) or 1 (read)";
         return -1;
     }
-    if (n == 0 || n > (UINT64_MAX >> 10) || lba > (UINT64_MAX >> 10)) {
-        *why = "size must be between 1 and 2^54 sectors";
+    if (n == 0) {
+        *why = "sectors must be at least 1";
+        return -1;
+    }
+    if ((*why = sectors_why(tr, "lba", lba)) || (*why = sectors_why(tr, "sectors", n))) {
         return -1;
     }
     rec->time_ns = t;
@@ -213,8 +253,13 @@ static int parse_cpcsv(NhTrace *tr, char *line, NhTraceRec *rec, const char **wh
         *why = "op is not a SCSI READ or WRITE opcode";
         return -1;
     }
-    if (size == 0 || lbn > (UINT64_MAX >> 10) || t > UINT64_MAX / 1000000000ull) {
-        *why = "size must be nonzero and lbn and time in range";
+    if (t > UINT64_MAX / 1000000000ull) {
+        *why = whyf(tr, "time %" G_GUINT64_FORMAT " s is out of range: at most %" G_GUINT64_FORMAT
+                    " (in ns it must fit in 64 bits)", t, (uint64_t)(UINT64_MAX / 1000000000u));
+        return -1;
+    }
+    if ((*why = sectors_why(tr, "lbn", lbn)) ||
+        (*why = range_why(tr, lbn * 512, size, "lbn x 512", "size"))) {
         return -1;
     }
     rec->time_ns = t * 1000000000ull;
@@ -243,12 +288,6 @@ static bool seconds_to_ns(const char *s, uint64_t *ns)
         *ns = sec * 1000000000ull + frac;
     }
     return ok && *ns >= sec * 1000000000ull;
-}
-
-/* Byte ranges must be nonzero and end inside 64 bits. */
-static bool range_ok(uint64_t offset, uint64_t length)
-{
-    return length && offset <= UINT64_MAX - length;
 }
 
 /*
@@ -282,8 +321,13 @@ static int parse_msr(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
         *why = "Type must be Read or Write";
         return -1;
     }
-    if (!range_ok(off, size) || ts > UINT64_MAX / 100) {
-        *why = "Size must be nonzero, and Offset + Size and Timestamp in range";
+    if (ts > UINT64_MAX / 100) {
+        *why = whyf(tr, "Timestamp %" G_GUINT64_FORMAT " is out of range: at most %"
+                    G_GUINT64_FORMAT " (100 ns ticks; in ns it must fit in 64 bits)", ts,
+                    (uint64_t)(UINT64_MAX / 100));
+        return -1;
+    }
+    if ((*why = range_why(tr, off, size, "Offset", "Size"))) {
         return -1;
     }
     rec->time_ns = ts * 100;
@@ -302,7 +346,6 @@ static int parse_spc(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
     char *f[9];
     uint64_t asu, lba, size, ts;
     int n = split(line, true, f, 8);
-    (void)tr;
 
     if (n < 5 || n > 8) {
         *why = "expected 5 or more comma-separated fields: ASU,LBA,Size,Opcode,Timestamp";
@@ -324,8 +367,8 @@ static int parse_spc(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
         *why = "Opcode must be r or w";
         return -1;
     }
-    if (lba > (UINT64_MAX >> 10) || !range_ok(lba * 512, size)) {
-        *why = "Size must be nonzero and LBA in range";
+    if ((*why = sectors_why(tr, "LBA", lba)) ||
+        (*why = range_why(tr, lba * 512, size, "LBA x 512", "Size"))) {
         return -1;
     }
     rec->time_ns = ts;
@@ -343,7 +386,6 @@ static int parse_fiu(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
     char *f[10];
     uint64_t ts, pid, lba, n, maj, min;
     int nf = split(line, false, f, 9);
-    (void)tr;
 
     if (nf < 8 || nf > 9) {
         *why = "expected 8 or 9 fields: ts_ns pid process lba sectors W|R major minor [md5]";
@@ -362,8 +404,11 @@ static int parse_fiu(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
         *why = "the operation must be W or R";
         return -1;
     }
-    if (n == 0 || n > (UINT64_MAX >> 10) || lba > (UINT64_MAX >> 10)) {
-        *why = "size must be between 1 and 2^54 sectors";
+    if (n == 0) {
+        *why = "sectors must be at least 1";
+        return -1;
+    }
+    if ((*why = sectors_why(tr, "lba", lba)) || (*why = sectors_why(tr, "sectors", n))) {
         return -1;
     }
     rec->time_ns = ts;
@@ -418,8 +463,7 @@ static int parse_blkparse(NhTrace *tr, char *line, NhTraceRec *rec, const char *
             *why = "sector and size must be non-negative integers";
             return -1;
         }
-        if (n > (UINT64_MAX >> 10) || sector > (UINT64_MAX >> 10)) {
-            *why = "size must be at most 2^54 sectors";
+        if ((*why = sectors_why(tr, "sector", sector)) || (*why = sectors_why(tr, "size", n))) {
             return -1;
         }
     }
@@ -511,8 +555,7 @@ static int parse_fio(NhTrace *tr, char *line, NhTraceRec *rec, const char **why)
                "and wait in version 2)";
         return -1;
     }
-    if (rec->op != NH_OP_FLUSH && !range_ok(off, len)) {
-        *why = "length must be nonzero and offset + length in range";
+    if (rec->op != NH_OP_FLUSH && (*why = range_why(tr, off, len, "offset", "length"))) {
         return -1;
     }
     rec->time_ns = base ? ts * 1000 : tr->fio_clock_ns;
@@ -756,6 +799,11 @@ bool nh_trace_rewind(NhTrace *t, GError **errp)
     return true;
 }
 
+uint64_t nh_trace_line(const NhTrace *t)
+{
+    return t->lineno;
+}
+
 void nh_trace_skip_bad(NhTrace *t, bool skip)
 {
     t->skip_bad = skip;
@@ -776,6 +824,7 @@ void nh_trace_close(NhTrace *t)
         g_free(t->buf);
         g_free(t->path);
         g_free(t->first_bad);
+        g_free(t->why);
         g_free(t);
     }
 }

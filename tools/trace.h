@@ -31,6 +31,8 @@ extern const char *const nh_trace_formats[];
 NhTrace *nh_trace_open(const char *path, const char *format, GError **errp);
 /* 1: *rec filled; 0: end of trace; -1: error in *errp */
 int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp);
+/* The line of the request nh_trace_next() returned last (1 for the first line). */
+uint64_t nh_trace_line(const NhTrace *t);
 /* Back to the first line; also forgets the malformed lines counted so far. */
 bool nh_trace_rewind(NhTrace *t, GError **errp);
 void nh_trace_skip_bad(NhTrace *t, bool skip);

@@ -22,8 +22,9 @@
  *   delay     16 bits, microseconds from the previous operation
  *
  * What must hold (a violation aborts, which libFuzzer reports as a crash):
- *  - nh_engine_submit() accepts exactly the requests engine.h calls valid (a flush; or inside
- *    the space, length > 0, stream <= the limit), and completes them no earlier than now;
+ *  - nh_engine_submit() accepts exactly the requests engine.h calls valid (arriving by
+ *    NH_TIME_MAX, and a flush; or inside the space, length > 0, stream <= the limit), and
+ *    completes them no earlier than now;
  *  - the mapping is what the host did: a write maps every page it touches, a trim unmaps the
  *    pages it covers whole, power loss unmaps what the engine reports lost; pages a lost range
  *    covers only in part are not checked again until rewritten;
@@ -160,8 +161,8 @@ static void submit(Run *r, NhOp op, uint32_t flags, const uint8_t *o)
     if (op == NH_OP_FLUSH) {
         q.offset = q.length = 0;
     }
-    valid = op == NH_OP_FLUSH ||
-            (q.stream <= limit && q.length > 0 && q.offset + q.length <= CAP);
+    valid = r->now <= NH_TIME_MAX && (op == NH_OP_FLUSH ||
+            (q.stream <= limit && q.length > 0 && q.offset + q.length <= CAP));
     ok = nh_engine_submit(r->e, &q, r->now, &done, &err);
     if (ok != valid) {
         FAIL("op %d offset %" PRIu64 " length %" PRIu64 " stream %u (limit %u): %s",

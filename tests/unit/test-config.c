@@ -229,33 +229,79 @@ static void test_engine_refuses(void)
     g_assert_null(nh_engine_new(&c, 0, &err));
     g_assert_nonnull(strstr(err->message, "capacity"));
     g_clear_error(&err);
-    /* 64 TiB of 4K pages do not fit 32-bit page numbers */
+    /* 64 TiB of 4K pages do not fit 32-bit page numbers, nor at any page-size (op and spare
+     * blocks come on top): no larger page-size is advised (it was, also at 16K) */
     nh_config_defaults(&c);
     g_assert_null(nh_engine_new(&c, 64ull << 40, &err));
-    g_assert_nonnull(strstr(err->message, "page-size:"));
+    g_assert_nonnull(strstr(err->message, "capacity: 64.0 TiB needs 18472977617 physical pages "
+                                          "of 4096 bytes, more than the 2^32 the mapping tables "
+                                          "address, at any page-size"));
+    g_assert_null(strstr(err->message, "use page-size"));
     g_clear_error(&err);
-    /* auto sizing gives the fewest blocks that hold the capacity */
+    /* 20 TiB fit at 8K: that is advised, and with an explicit blocks, blocks=auto too */
+    g_assert_null(nh_engine_new(&c, 20ull << 40, &err));
+    g_assert_nonnull(strstr(err->message, "page-size: 20.0 TiB of capacity needs"));
+    g_assert_true(g_str_has_suffix(err->message, "; use page-size=8K"));
+    g_clear_error(&err);
+    g_assert_true(nh_config_parse(&c, "blocks=100000", NULL));
+    g_assert_null(nh_engine_new(&c, 20ull << 40, &err));
+    g_assert_true(g_str_has_suffix(err->message, "; use page-size=8K with blocks=auto"));
+    g_clear_error(&err);
+    /* too many blocks per plane is said so (it was blamed on page-size) */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "channels=1,ways=1,pages=4", NULL));
+    g_assert_null(nh_engine_new(&c, 14ull << 40, &err));
+    g_assert_nonnull(strstr(err->message, "blocks: 14.0 TiB of capacity needs 1027920184 blocks "
+                                          "per plane, more than the 16777216 a plane may have"));
+    g_clear_error(&err);
+    /* auto sizing gives the fewest blocks that hold the capacity (128 blocks of data per
+     * plane) with the open blocks (2), the gc-high free blocks (3) and op of the data as room
+     * (10): 143.  An explicit blocks needs the capacity within op of its physical space, and
+     * one block of room: 138 (138 x 128 pages x 0.93 >= 16,384), not 137. */
     nh_config_defaults(&c);
     g_assert_true(nh_config_parse(&c, "channels=2,ways=1,pages=64", NULL));
     NhEngine *e = nh_engine_new(&c, 64ull << 20, &err);
     g_assert_no_error(err);
-    uint32_t b = nh_engine_config(e)->blocks;
+    g_assert_cmpuint(nh_engine_config(e)->blocks, ==, 143);
     g_assert_cmpuint(nh_engine_logical_capacity(e), >=, 64ull << 20);
     nh_engine_free(e);
-    g_assert_true(nh_config_set(&c, "blocks", "auto", NULL));
-    char *v = g_strdup_printf("%u", b - 1);
-    g_assert_true(nh_config_set(&c, "blocks", v, NULL));
-    g_free(v);
+    g_assert_true(nh_config_set(&c, "blocks", "138", NULL));
+    e = nh_engine_new(&c, 64ull << 20, &err);
+    g_assert_no_error(err);
+    nh_engine_free(e);
+    g_assert_true(nh_config_set(&c, "blocks", "137", NULL));
     g_assert_null(nh_engine_new(&c, 64ull << 20, &err));
+    g_assert_nonnull(strstr(err->message, "use blocks=138 or more, op=6 or less, or blocks=auto"));
     g_clear_error(&err);
     /* 256 MiB on the default 32 planes: 12 blocks per plane hold the capacity after op, but
-     * leave 4 spare, fewer than the 2 open blocks, 3 free at gc-high and 1 of room GC needs */
+     * leave 4 spare, fewer than the 2 open blocks, 3 free at gc-high and 1 of room GC needs;
+     * the message said "give ... logical space ... less than the capacity" of a space larger
+     * than the capacity */
     nh_config_defaults(&c);
     g_assert_true(nh_config_parse(&c, "blocks=12", NULL));
     g_assert_null(nh_engine_new(&c, 256ull << 20, &err));
-    g_assert_nonnull(strstr(err->message, "blocks: 12 blocks per plane give"));
-    g_assert_nonnull(strstr(err->message, "6 spare blocks per plane"));
-    g_assert_nonnull(strstr(err->message, "need at least 14"));
+    g_assert_cmpstr(err->message, ==, "blocks: 12 blocks per plane leave 4 spare beyond the 8 "
+                    "that hold the capacity 256.0 MiB, fewer than the 6 spare blocks per plane "
+                    "ftl=page needs for its open blocks, free blocks and room to clean "
+                    "(docs/engine.md, Geometry); use blocks=14 or more, or blocks=auto, or a "
+                    "smaller capacity");
+    g_clear_error(&err);
+    /* MQSim's own geometry (8 channels x 4 chips x 2 dies x 2 planes, 2,048 blocks of 256
+     * pages of 8 KiB) at its op of 7%: 1,880 blocks per plane hold 470 GiB, 168 are spare.
+     * blocks=auto would ask 180 (op of the data besides the open and free blocks); an
+     * explicit geometry counts its open and free blocks in op, as MQSim does, and was refused */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "channels=8,ways=4,dies=2,planes=2,blocks=2048,pages=256,"
+                                      "page-size=8K,op=7", NULL));
+    e = nh_engine_new(&c, 470ull << 30, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(nh_engine_config(e)->blocks, ==, 2048);
+    nh_engine_free(e);
+    /* beyond its logical space the op rule refuses it, advising the op that would do */
+    g_assert_null(nh_engine_new(&c, 500ull << 30, &err));
+    g_assert_cmpstr(err->message, ==, "blocks: 2048 blocks per plane give 476.2 GiB of logical "
+                    "space after op=7%, less than the capacity 500.0 GiB; use blocks=2151 or "
+                    "more, op=2 or less, or blocks=auto");
     g_clear_error(&err);
     /* every spare block kept free leaves none for invalid pages at any size */
     nh_config_defaults(&c);

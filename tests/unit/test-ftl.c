@@ -186,6 +186,12 @@ static void test_bad_requests(void)
     q.offset = 0;
     g_assert_false(nh_engine_submit(e, &q, 0, &d, &err));
     g_clear_error(&err);
+    /* an arrival near 2^64 ns wrapped: completion before arrival, latency 0 */
+    q = (NhRequest){ .op = NH_OP_WRITE, .offset = 0, .length = 4096 };
+    g_assert_false(nh_engine_submit(e, &q, NH_TIME_MAX + 1, &d, &err));
+    g_assert_nonnull(strstr(err->message, "arrival time 4611686018427387905 ns is after the "
+                                          "2^62 ns (146 years) the engine models"));
+    g_clear_error(&err);
     g_assert_cmpuint(d, ==, 7);
     after = nh_engine_stats_json(e, false);
     g_assert_cmpstr(before, ==, after);
@@ -193,6 +199,10 @@ static void test_bad_requests(void)
     q = (NhRequest){ .op = NH_OP_FLUSH, .offset = UINT64_MAX };
     g_assert_true(nh_engine_submit(e, &q, 5, &d, NULL));
     g_assert_cmpuint(d, ==, 5);
+    /* the last time accepted completes after it, without wrapping */
+    q = (NhRequest){ .op = NH_OP_WRITE, .offset = 0, .length = 4096 };
+    g_assert_true(nh_engine_submit(e, &q, NH_TIME_MAX, &d, NULL));
+    g_assert_cmpuint(d, >, NH_TIME_MAX);
     g_free(before);
     g_free(after);
     nh_engine_free(e);

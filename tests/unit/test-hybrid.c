@@ -321,7 +321,9 @@ static void test_refusals(void)
     NhEngine *e;
 
     /* 4 log blocks and the merge reserve need 5 spare blocks, 20 blocks give 4 */
-    refused("ftl=fast,log-blocks=4,blocks=20," P4, "and 5 spare blocks per plane");
+    refused("ftl=fast,log-blocks=4,blocks=20," P4, "blocks: 20 blocks per plane leave 4 spare "
+            "beyond the 16 that hold the capacity 256.0 KiB, fewer than the 5 spare blocks per "
+            "plane ftl=fast needs");
     refused("ftl=fast,log-blocks=1," P4, "fast needs at least 2");
     refused("ftl=sast,log-blocks=2,sast-k=3," P4, "sast-k");
     /* with blocks=auto the geometry grows to hold the pool */

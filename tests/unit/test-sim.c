@@ -1,6 +1,7 @@
 /* The simulator binary (NH_SIM, set by meson test) on samples and short traces: options,
- * the drain, refusals, backwards time, key listing, unwritten reads, --fill, placement tags,
- * die utilisation at saturation under the scheduler and the write allocation, gzipped traces. */
+ * the drain, refusals, backwards time, the time limit, key listing, unwritten reads, --fill,
+ * placement tags, die utilisation at saturation under the scheduler and the write allocation,
+ * gzipped traces. */
 #include "trace-util.h"
 
 #include <string.h>
@@ -83,6 +84,21 @@ static void test_sim_options(void)
     g_unlink(p);
     g_free(p);
 
+    /* the table shows WAF in pages and in bytes: a 4 KiB write on a 16 KiB page programs
+     * four times its bytes */
+    p = write_tmp("0 0 0 8 0\n");
+    {
+        char *small[] = { "--trace", p, "--format", "mqsim", "--device", "page-size=16K", NULL };
+        out = run_sim(small, &status, &errs);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        g_assert_nonnull(strstr(out, "\nwaf         1.000 pages programmed per page written, "
+                                     "4.000 bytes per byte\n"));
+        g_free(out);
+        g_free(errs);
+    }
+    g_unlink(p);
+    g_free(p);
+
     /* --fill leaves the write buffer empty: a trace of one read programs nothing */
     p = write_tmp("0 0 0 8 1\n");
     {
@@ -155,15 +171,29 @@ static void test_sim_drain(void)
     g_string_free(distinct, TRUE);
 }
 
-/* Refused at once, with the reason: a size the 2^32-page rule refuses (capacity sizing counted
- * blocks up one at a time, then blamed blocks or gc-high), an empty trace, a binary file. */
+/* Refused at once, with the reason: a size the 2^32-page rule or the blocks per plane refuse
+ * (capacity sizing counted blocks up one at a time, then blamed blocks or gc-high; the blocks
+ * per plane were blamed on page-size; a larger page-size was advised where none could hold the
+ * capacity; near 2^64 bytes the capacity covered 0 pages and the write crashed), an empty
+ * trace, a binary file. */
 static void test_sim_refusals(void)
 {
     static const struct { const char *text; size_t len; const char *device, *want; } c[] = {
         { "0 0 30000000000 8 0\n", 20, "channels=1,ways=1,pages=4",
-          "page-size: 14.0 TiB of capacity needs 4103076492 physical pages" },
+          "blocks: 14.0 TiB of capacity needs 1025769123 blocks per plane, more than the "
+          "16777216 a plane may have" },
         { "0 0 30000000000 8 0\n", 20, "channels=1,ways=1,pages=4,blocks=100",
-          "more than the 2^32 the mapping tables address" },
+          "16777216 a plane may have" },
+        { "0 0 42949672960 8 0\n", 20, "ftl=page",
+          "the highest byte the trace touches sets the capacity (--capacity or --fit set "
+          "another): page-size: 20.0 TiB of capacity needs 5773087380 physical pages of 4096 "
+          "bytes, more than the 2^32 the mapping tables address; use page-size=8K\n" },
+        { "0 0 150323855360 8 0\n", 21, "page-size=16K",
+          "capacity: 70.0 TiB needs 5051275286 physical pages of 16384 bytes, more than the "
+          "2^32 the mapping tables address, at any page-size" },
+        { "0 0 18014398509481983 1 0\n", 26, "ftl=page", "capacity: 8.0 EiB needs" },
+        { "0 0 18014398509481983 18014398509481983 0\n", 42, "ftl=page",
+          "capacity: 16.0 EiB needs" },
         { "", 0, "ftl=page", "no request to replay (the file is empty" },
         { "# only a comment\n\n", 18, "ftl=page", "no request to replay" },
         { "\0\0\0\0\0\0\0\0", 8, "ftl=page", "a NUL byte at offset 0: a binary file" },
@@ -192,24 +222,31 @@ static void test_sim_refusals(void)
     }
 }
 
-/* Times that go back are counted and reported; --sort replays in time order, which changes
- * when requests arrive (and so the latency), not what they are. */
+/* Times that go back are counted and reported, on stderr and in the document's trace member;
+ * --sort replays in time order, which changes when requests arrive (and so the latency), not
+ * what they are. */
 static void test_sim_backwards(void)
 {
     char *p = write_tmp("1000000 0 0 8 0\n0 0 8 8 0\n3000000 0 16 8 0\n2000000 0 24 8 0\n");
-    char *args[] = { "--trace", p, "--format", "mqsim", "--json", NULL, NULL };
+    char *args[] = { "--trace", p, "--format", "mqsim", "--json", NULL, NULL, NULL };
     char *errs = NULL, *out, *sorted;
     int status;
 
     out = run_sim(args, &status, &errs);
     g_assert_true(g_spawn_check_wait_status(status, NULL));
-    g_assert_nonnull(strstr(errs, "2 of 4 requests (50.0%) arrive before the one before them"));
+    g_assert_nonnull(strstr(errs, "2 of 4 requests (50.0%) have a time below the latest one "
+                                  "before them: each was issued at that latest time"));
+    g_assert_cmpuint(unit_json_uint(out, "trace.requests"), ==, 4);
+    g_assert_cmpuint(unit_json_uint(out, "trace.backward_requests"), ==, 2);
+    g_assert_cmpuint(unit_json_uint(out, "trace.clamped_requests"), ==, 2);
     g_free(errs);
     args[5] = "--sort";
     sorted = run_sim(args, &status, &errs);
     g_assert_true(g_spawn_check_wait_status(status, NULL));
     g_assert_nonnull(strstr(errs, "replayed in time order (--sort)"));
     g_assert_true(unit_json_same(out, sorted, "host"));
+    g_assert_cmpuint(unit_json_uint(sorted, "trace.backward_requests"), ==, 2);
+    g_assert_cmpuint(unit_json_uint(sorted, "trace.clamped_requests"), ==, 0);
     /* clamped, the last write is issued 2 ms after the first line's time; sorted,
      * it starts at 0 and spans 3 ms plus that write */
     g_assert_cmpuint(unit_json_uint(sorted, "run.duration_ns"), ==,
@@ -219,6 +256,69 @@ static void test_sim_backwards(void)
     g_free(errs);
     g_unlink(p);
     g_free(p);
+
+    /* one late time, then three in order below it: each of the three is clamped to the late
+     * one, though only the first goes back from its neighbour (DiskMon's sys1 had 3,489
+     * requests clamped while neighbours went back 64 times) */
+    p = write_tmp("3000000 0 0 8 0\n0 0 8 8 0\n1000000 0 16 8 0\n2000000 0 24 8 0\n");
+    args[1] = p;
+    args[5] = NULL;
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, "3 of 4 requests (75.0%) have a time below the latest"));
+    g_assert_cmpuint(unit_json_uint(out, "trace.clamped_requests"), ==, 3);
+    g_free(out);
+    g_free(errs);
+    args[5] = "--qd";
+    args[6] = "1";
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_null(strstr(errs, "have a time below"));      /* the closed loop ignores times */
+    g_assert_cmpuint(unit_json_uint(out, "trace.backward_requests"), ==, 3);
+    g_assert_cmpuint(unit_json_uint(out, "trace.clamped_requests"), ==, 0);
+    g_free(out);
+    g_free(errs);
+    g_unlink(p);
+    g_free(p);
+}
+
+/* A time near 2^64 ns wrapped (duration -616 ns, latency 0): the open loop refuses a trace
+ * whose times span more than the engine models, naming both lines; exactly that span replays
+ * without wrapping; the closed loop, which ignores the times, replays it. */
+static void test_sim_time_limit(void)
+{
+    char *bad = write_tmp("5 0 0 8 0\n0 0 8 8 0\n18446744073709551000 0 16 8 0\n");
+    char *edge = write_tmp("0 0 0 8 0\n4611686018427387904 0 8 8 0\n");
+    char *args[] = { "--trace", bad, "--format", "mqsim", "--json", NULL, NULL, NULL };
+    char *errs = NULL, *out;
+    int status;
+
+    out = run_sim(args, &status, &errs);
+    g_assert_false(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, ":3: time 18446744073709551000 ns is 584.5 years from the "
+                                  "time 0 ns on line 2: the replay models at most 2^62 ns"));
+    g_free(out);
+    g_free(errs);
+    args[5] = "--qd";
+    args[6] = "1";
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_free(out);
+    g_free(errs);
+
+    args[1] = edge;
+    args[5] = NULL;
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_cmpuint(unit_json_uint(out, "run.last_ns"), >, 4611686018427387904ull);
+    g_assert_cmpuint(unit_json_uint(out, "run.duration_ns"), >, 4611686018427387904ull);
+    g_assert_cmpuint(unit_json_uint(out, "latency_ns.write.p50"), >, 0);
+    g_free(out);
+    g_free(errs);
+    g_unlink(bad);
+    g_unlink(edge);
+    g_free(bad);
+    g_free(edge);
 }
 
 /* --list-keys names every key of the configuration (the document's config object lists them
@@ -599,6 +699,7 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/sim/drain", test_sim_drain);
     g_test_add_func("/trace/sim/refusals", test_sim_refusals);
     g_test_add_func("/trace/sim/backwards", test_sim_backwards);
+    g_test_add_func("/trace/sim/time-limit", test_sim_time_limit);
     g_test_add_func("/trace/sim/list-keys", test_sim_list_keys);
     g_test_add_func("/trace/sim/unwritten", test_sim_unwritten);
     g_test_add_func("/trace/sim/fill-steady", test_sim_fill_steady);

@@ -108,11 +108,45 @@ static void test_nearest_rank(void)
     g_assert_cmpuint(nh_hist_quantile(&h, 0.99), ==, 99);
 }
 
+/* 4 KiB writes on 16 KiB pages program a whole page each: waf (pages per page written) says 1,
+ * waf_bytes (bytes programmed per byte written) says 4; whole-page writes agree on 1. */
+static void test_waf_bytes(void)
+{
+    NhEngine *e = unit_engine("page-size=16K", 64 << 20);
+    uint64_t now = 0, done;
+    char *js;
+
+    for (uint64_t i = 0; i < 64; i++) {
+        NhRequest q = { .op = NH_OP_WRITE, .offset = i * 16384, .length = 4096 };
+        g_assert_true(nh_engine_submit(e, &q, now, &done, NULL));
+        now = done;
+    }
+    nh_engine_finish(e, now);
+    js = nh_engine_stats_json(e, false);
+    g_assert_cmpuint(unit_json_uint(js, "nand.page_programs"), ==, 64);
+    g_assert_cmpfloat(unit_json_number(js, "waf"), ==, 1.0);
+    g_assert_cmpfloat(unit_json_number(js, "waf_bytes"), ==, 4.0);
+    g_free(js);
+    nh_engine_stats_reset(e);
+    for (uint64_t i = 0; i < 64; i++) {
+        NhRequest q = { .op = NH_OP_WRITE, .offset = (64 + i) * 16384, .length = 16384 };
+        g_assert_true(nh_engine_submit(e, &q, now, &done, NULL));
+        now = done;
+    }
+    nh_engine_finish(e, now);
+    js = nh_engine_stats_json(e, false);
+    g_assert_cmpfloat(unit_json_number(js, "waf"), ==, 1.0);
+    g_assert_cmpfloat(unit_json_number(js, "waf_bytes"), ==, 1.0);
+    g_free(js);
+    nh_engine_free(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/stats/documented", test_documented);
     g_test_add_func("/stats/nearest-rank", test_nearest_rank);
     g_test_add_func("/stats/table-is-document", test_table_is_document);
+    g_test_add_func("/stats/waf-bytes", test_waf_bytes);
     return g_test_run();
 }

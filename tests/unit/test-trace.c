@@ -177,34 +177,58 @@ static void test_malformed(void)
     expect_bad("mqsim", "1 0 x 8 0\n", "1", "not a non-negative integer");
     expect_bad("mqsim", "1 0 -5 8 0\n", "1", "not a non-negative integer");
     expect_bad("mqsim", "1 0 0 8 2\n", "1", "type must be 0");
-    expect_bad("mqsim", "\n\n1 0 0 0 1\n", "3", "size must be");
+    expect_bad("mqsim", "\n\n1 0 0 0 1\n", "3", "sectors must be at least 1");
+    /* an address out of range is named as such (it was "size must be between 1 and 2^54
+     * sectors") */
+    expect_bad("mqsim", "1 0 18014398509481984 8 1\n", "1",
+               "lba 18014398509481984 is out of range: at most 2^54 - 1 sectors");
+    expect_bad("mqsim", "1 0 0 18014398509481984 1\n", "1",
+               "sectors 18014398509481984 is out of range");
     expect_bad("cpcsv", "version,time,op,size,lbn\n1,2,2a,512\n", "2", "expected 5");
     expect_bad("cpcsv", "1,2,2a,512,7,9\n", "1", "expected 5");
     expect_bad("cpcsv", "1,2,35,512,7\n", "1", "not a SCSI READ or WRITE");
     expect_bad("cpcsv", "1,2,zz,512,7\n", "1", "not a non-negative integer");
     expect_bad("cpcsv", "1,2,2a,0,7\n", "1", "size must be nonzero");
+    expect_bad("cpcsv", "1,2,2a,512,18014398509481984\n", "1",
+               "lbn 18014398509481984 is out of range");
+    expect_bad("cpcsv", "1,2,2a,9223372036854776320,18014398509481983\n", "1",
+               "lbn x 512 + size ends beyond 2^64 bytes");
+    expect_bad("cpcsv", "1,18446744074,2a,512,7\n", "1",
+               "time 18446744074 s is out of range: at most 18446744073");
     expect_bad("msr", "1,h,0,Read,0,512,1\n1,h,0,Read,0,512\n", "2", "expected 7");
     expect_bad("msr", "1,h,0,Erase,0,512,1\n", "1", "Type must be Read or Write");
     expect_bad("msr", "1,h,0,Read,-4,512,1\n", "1", "must be non-negative integers");
     expect_bad("msr", "1,h,0,Read,0,0,1\n", "1", "Size must be nonzero");
+    expect_bad("msr", "1,h,0,Read,18446744073709551615,512,1\n", "1",
+               "Offset + Size ends beyond 2^64 bytes");
+    expect_bad("msr", "184467440737095517,h,0,Read,0,512,1\n", "1",
+               "Timestamp 184467440737095517 is out of range");
     expect_bad("spc", "0,1,512,r\n", "1", "expected 5 or more");
     expect_bad("spc", "0,1,512,x,0.5\n", "1", "Opcode must be r or w");
     expect_bad("spc", "0,1,512,r,0.5s\n", "1", "Timestamp must be seconds");
     expect_bad("spc", "0,1,512,r,0.1234567891\n", "1", "Timestamp must be seconds");
     expect_bad("spc", "0,1,0,r,1\n", "1", "Size must be nonzero");
+    expect_bad("spc", "0,18014398509481984,512,r,1\n", "1",
+               "LBA 18014398509481984 is out of range");
     expect_bad("fiu", "1 2 p 3 8 W 6\n", "1", "expected 8 or 9 fields");
     expect_bad("fiu", "1 2 p 3 8 X 6 0 m\n", "1", "must be W or R");
     expect_bad("fiu", "1 2 my proc 3 8 W 6 0\n", "1", "must be non-negative integers");
-    expect_bad("fiu", "1 2 p 3 0 W 6 0\n", "1", "size must be between");
+    expect_bad("fiu", "1 2 p 3 0 W 6 0\n", "1", "sectors must be at least 1");
+    expect_bad("fiu", "1 2 p 18014398509481984 8 W 6 0\n", "1",
+               "lba 18014398509481984 is out of range");
     expect_bad("blkparse", "8,0 1 1 0.1 5 D W 8 + 8 [p]\n8 1 2 0.2 5 D W 8 + 8 [p]\n", "2",
                "expected 'maj,min");
     expect_bad("blkparse", "8,0 1 1 0.1x 5 D W 8 + 8 [p]\n", "1", "time must be");
     expect_bad("blkparse", "8,0 1 1 0.1 5 D W x + 8 [p]\n", "1", "sector and size");
     expect_bad("blkparse", "8,0 1 1 0.1 5 D\n", "1", "needs its RWBS");
+    expect_bad("blkparse", "8,0 1 1 0.1 5 D W 18014398509481984 + 8 [p]\n", "1",
+               "sector 18014398509481984 is out of range");
     expect_bad("fio", "/dev/sda write 0 4096\n", "1", "first line must be");
     expect_bad("fio", "fio version 2 iolog\n/dev/sda write 0\n", "2", "expected 'file action");
     expect_bad("fio", "fio version 2 iolog\n/dev/sda erase 0 4096\n", "2", "unknown action");
-    expect_bad("fio", "fio version 2 iolog\n/dev/sda write 0 0\n", "2", "length must be");
+    expect_bad("fio", "fio version 2 iolog\n/dev/sda write 0 0\n", "2", "length must be nonzero");
+    expect_bad("fio", "fio version 2 iolog\n/dev/sda write 18446744073709551615 4096\n", "2",
+               "offset + length ends beyond 2^64 bytes");
     expect_bad("fio", "fio version 3 iolog\n/dev/sda write 0 4096\n", "2", "expected 'usecs");
     expect_bad("fio", "fio version 3 iolog\nx /dev/sda add\n", "2", "timestamp must be");
     expect_bad("fio", "fio version 3 iolog\n5 /dev/sda wait 100 0\n", "2", "unknown action");
