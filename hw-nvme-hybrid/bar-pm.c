@@ -181,9 +181,13 @@ static void nhc_ba_move_cb(void *opaque, int ret)
 {
     NhcReq *req = opaque;
     NhcCtrl *n = req->sq->n;
-    bool was = nhc_guard_enter(n);
+    bool was;
     uint64_t off, slba, nlb;
 
+    if (n->power_cut) {
+        return;     /* the power failed (the cut's restore polls the block layer): it is over */
+    }
+    was = nhc_guard_enter(n);
     nhc_event(n, NHC_EV_BACKEND_DONE);
     trace_nhc_ba_done(req->cmd.opcode, nhc_ba_eid(req), ret);
     /* The table changes only for a transfer that worked and a host still there to see it. */

@@ -319,8 +319,12 @@ static void nhc_io_read_bounced_cb(void *opaque, int ret)
 {
     NhcReq *req = opaque;
     NhcCtrl *n = req->sq->n;
-    bool was = nhc_guard_enter(n);
+    bool was;
 
+    if (n->power_cut) {
+        return;     /* the power failed (the cut's restore polls the block layer): it is over */
+    }
+    was = nhc_guard_enter(n);
     nhc_event(n, NHC_EV_BACKEND_DONE);
     req->aiocb = NULL;
     if (ret == 0 && !req->aborted) {
@@ -338,8 +342,12 @@ static void nhc_io_write_kept_cb(void *opaque, int ret)
     NhcReq *req = opaque;
     NhcCtrl *n = req->sq->n;
     uint64_t off = req->lba_lo << n->lba_shift, len = req->bounce_len;
-    bool was = nhc_guard_enter(n);
+    bool was;
 
+    if (n->power_cut) {
+        return;     /* the new bytes must not follow the restore of the old ones */
+    }
+    was = nhc_guard_enter(n);
     nhc_event(n, NHC_EV_BACKEND_DONE);
     req->aiocb = NULL;
     if (ret < 0 || req->aborted) {
