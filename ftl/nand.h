@@ -61,9 +61,16 @@ typedef struct NhDieOp {
     bool     program;
 } NhDieOp;
 
-/* A channel bus: the transfers booked on it that have not ended by the horizon, in time order. */
+/* Transfers a bus keeps (nand.c); a power of two, for the ring's index mask. */
+#define NH_BUS_KEPT 256
+
+/* A channel bus: the transfers booked on it that have not ended by the horizon, in time order.
+ * A ring, not a GArray: the oldest are dropped at almost every booking, and removing them from
+ * the front of an array moved all the others each time (measured: a third of sched=prio's
+ * replay). */
 typedef struct NhBus {
-    GArray   *start;            /* uint64_t: when each kept transfer starts, ascending */
+    uint64_t  start[NH_BUS_KEPT];   /* when each kept transfer starts, ascending from head */
+    uint32_t  head, len;
     uint64_t  last;             /* when the latest transfer ends */
     uint64_t  floor;            /* busy before this: transfers no longer kept ended there */
 } NhBus;
