@@ -5,6 +5,14 @@
  * what keeps a victim's copies ahead of its erase, and a block's erase ahead of the GC programs
  * into it when it is reopened.  A die remembers the GC operation it ran last, so that a host
  * read arriving while it runs can suspend it.
+ *
+ * The dies with queued operations are kept in a binary min-heap on when their oldest can start,
+ * (time, die), so that nh_sched_advance finds the earliest without looking at every die (it ran
+ * for every operation and every request: measured, 29% of sched=prio's replay with 32 dies).
+ * A die's key may be stale, but only low: its next start only moves later (its die's next-free
+ * time only grows; a die's next operation starts after the one before it ends), so an entry whose
+ * key is its die's true next start is the earliest of all, and one that is not is corrected where
+ * it stands and sifted down.  GLib has no priority queue with a key per element, hence our own.
  */
 #include "scheduler.h"
 #include "nand.h"
@@ -51,6 +59,12 @@ typedef struct Running {
     bool     suspendable;   /* a program or an erase */
 } Running;
 
+/* A die's place in the heap: when its oldest queued operation can start, at the earliest. */
+typedef struct HeapEntry {
+    uint64_t key;
+    uint32_t die;
+} HeapEntry;
+
 struct NhSched {
     NhSchedPolicy policy;
     uint64_t  t_suspend, t_resume;
@@ -62,7 +76,12 @@ struct NhSched {
     uint64_t  queued;       /* operations queued on all dies */
     uint64_t  op_ns[3];     /* die time of a read, a program, an erase (NhFlashOpKind) */
     uint64_t *owed;         /* [ndies] die time of the operations queued on each die */
+    HeapEntry *heap;        /* [ndies] the dies with queued operations (and some left empty) */
+    uint32_t  nheap;
+    uint32_t *pos;          /* [ndies] index in heap, or NOT_IN_HEAP */
 };
+
+#define NOT_IN_HEAP UINT32_MAX
 
 NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uint64_t *counters,
                       const uint64_t op_ns[3])
@@ -82,6 +101,9 @@ NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uin
     s->erases = g_new0(uint16_t, nblocks);
     memcpy(s->op_ns, op_ns, sizeof(s->op_ns));
     s->owed = g_new0(uint64_t, ndies);
+    s->heap = g_new(HeapEntry, ndies);
+    s->pos = g_new(uint32_t, ndies);
+    memset(s->pos, 0xff, sizeof(uint32_t) * ndies);
     return s;
 }
 
@@ -95,6 +117,8 @@ void nh_sched_free(NhSched *s)
         g_free(s->run);
         g_free(s->erases);
         g_free(s->owed);
+        g_free(s->heap);
+        g_free(s->pos);
         g_free(s);
     }
 }
@@ -115,6 +139,59 @@ static Queued *oldest(const NhSched *s, uint32_t die)
     return &g_array_index(s->q[die].ops, Queued, s->q[die].head);
 }
 
+/* Heap order: the earlier key first, the lower die on a tie (the order of a scan over the dies). */
+static bool before(const HeapEntry *a, const HeapEntry *b)
+{
+    return a->key < b->key || (a->key == b->key && a->die < b->die);
+}
+
+static void heap_put(NhSched *s, uint32_t i, HeapEntry e)
+{
+    s->heap[i] = e;
+    s->pos[e.die] = i;
+}
+
+static void sift_up(NhSched *s, uint32_t i)
+{
+    HeapEntry e = s->heap[i];
+
+    while (i && before(&e, &s->heap[(i - 1) / 2])) {
+        heap_put(s, i, s->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_put(s, i, e);
+}
+
+static void sift_down(NhSched *s, uint32_t i)
+{
+    HeapEntry e = s->heap[i];
+
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= s->nheap) {
+            break;
+        }
+        if (c + 1 < s->nheap && before(&s->heap[c + 1], &s->heap[c])) {
+            c++;
+        }
+        if (!before(&s->heap[c], &e)) {
+            break;
+        }
+        heap_put(s, i, s->heap[c]);
+        i = c;
+    }
+    heap_put(s, i, e);
+}
+
+static void heap_pop(NhSched *s)
+{
+    s->pos[s->heap[0].die] = NOT_IN_HEAP;
+    if (--s->nheap) {
+        heap_put(s, 0, s->heap[s->nheap]);
+        sift_down(s, 0);
+    }
+}
+
 void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
 {
     DieQueue *q = &s->q[die];
@@ -126,6 +203,15 @@ void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
         q->head = 0;
     }
     g_array_append_val(q->ops, e);
+    /* @now bounds the die's next start from below; a die whose queue had run empty may have
+     * kept a later key */
+    if (s->pos[die] == NOT_IN_HEAP) {
+        heap_put(s, s->nheap++, (HeapEntry){ now, die });
+        sift_up(s, s->nheap - 1);
+    } else if (q->ops->len - q->head == 1 && now < s->heap[s->pos[die]].key) {
+        s->heap[s->pos[die]].key = now;
+        sift_up(s, s->pos[die]);
+    }
     if (op.kind == NH_FOP_ERASE) {
         g_assert(s->erases[op.addr] < UINT16_MAX);
         s->erases[op.addr]++;
@@ -161,25 +247,34 @@ static void run_next(NhSched *s, NhNand *n, uint32_t die)
 
 void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
 {
-    if (!s->queued) {
-        return;
-    }
-    /* earliest free die first, so that the channels are booked in time order */
-    for (;;) {
-        uint32_t best = UINT32_MAX;
-        uint64_t at = t;
+    /* earliest free die first (the lower die on a tie), so that the channels are booked in
+     * time order */
+    while (s->nheap) {
+        uint32_t die = s->heap[0].die;
+        uint64_t at;
 
-        for (uint32_t d = 0; d < s->ndies; d++) {
-            if (has_queued(s, d) && next_start(s, n, d) < at) {
-                best = d;
-                at = next_start(s, n, d);
-            }
+        if (!has_queued(s, die)) {
+            heap_pop(s);
+            continue;
         }
-        if (best == UINT32_MAX) {
+        at = next_start(s, n, die);
+        if (at != s->heap[0].key) {
+            g_assert(at > s->heap[0].key);
+            s->heap[0].key = at;
+            sift_down(s, 0);
+            continue;
+        }
+        if (at >= t) {
             return;
         }
-        run_next(s, n, best);
+        run_next(s, n, die);
         s->ctr[NH_SC_IDLE_OPS]++;
+        if (has_queued(s, die)) {
+            s->heap[0].key = next_start(s, n, die);
+            sift_down(s, 0);
+        } else {
+            heap_pop(s);
+        }
     }
 }
 
@@ -250,5 +345,7 @@ void nh_sched_reset(NhSched *s)
     }
     memset(s->run, 0, sizeof(Running) * s->ndies);
     memset(s->owed, 0, sizeof(uint64_t) * s->ndies);
+    memset(s->pos, 0xff, sizeof(uint32_t) * s->ndies);
+    s->nheap = 0;
     s->queued = 0;
 }
