@@ -123,9 +123,15 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
         b->head++;
         b->len--;
     }
-    /* the first transfer that ends after @ready, then the first gap from there */
+    /* the first transfer that ends after @ready, then the first gap from there; mostly the bus
+     * is free from @ready on, after all of them */
     at = MAX(ready, b->floor);
-    for (lo = 0, hi = b->len; lo < hi;) {
+    lo = 0;
+    hi = b->len;
+    if (!hi || *bus_at(b, hi - 1) + x <= at) {
+        lo = hi;
+    }
+    while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (*bus_at(b, mid) + x <= at) {
             lo = mid + 1;
