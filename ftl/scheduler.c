@@ -6,13 +6,15 @@
  * into it when it is reopened.  A die remembers the GC operation it ran last, so that a host
  * read arriving while it runs can suspend it.
  *
- * The dies with queued operations are kept in a binary min-heap on when their oldest can start,
- * (time, die), so that nh_sched_advance finds the earliest without looking at every die (it ran
- * for every operation and every request: measured, 29% of sched=prio's replay with 32 dies).
- * A die's key may be stale, but only low: its next start only moves later (its die's next-free
- * time only grows; a die's next operation starts after the one before it ends), so an entry whose
- * key is its die's true next start is the earliest of all, and one that is not is corrected where
- * it stands and sifted down.  GLib has no priority queue with a key per element, hence our own.
+ * Which die starts next is kept in a tournament tree over the dies: each die has a key, when its
+ * oldest queued operation can start at the earliest (UINT64_MAX: nothing queued), and each node
+ * of the tree the die with the least key below it, the lower die on a tie.  So nh_sched_advance
+ * does not scan every die for every operation and request (measured: 29% of sched=prio's
+ * replay with 32 dies), and a die's new key costs one comparison per level (a binary heap cost
+ * three times that, measured).  A key may be stale, but only low: a die's next start only moves
+ * later (its next-free time only grows; its next operation starts after the one before it
+ * ends), so the winner is the earliest die when its key is its true next start, and is
+ * corrected and replayed when it is not.  GLib has no priority queue with a key per element.
  */
 #include "scheduler.h"
 #include "nand.h"
@@ -47,9 +49,11 @@ typedef struct Queued {
     uint64_t  issued;       /* it cannot start before the request that issued it arrived */
 } Queued;
 
+/* A die's queue: a ring that doubles when full.  A GArray cost a third of queueing an
+ * operation (measured), in its append and in moving the run ones out of the front. */
 typedef struct DieQueue {
-    GArray    *ops;             /* Queued; [head, len) are still queued */
-    guint      head;
+    Queued   *ops;          /* [cap], cap a power of two or 0 */
+    uint32_t  head, len, cap;
 } DieQueue;
 
 /* The GC operation a die ran last, while nothing else is booked after it. */
@@ -58,12 +62,6 @@ typedef struct Running {
     uint64_t reads_until;   /* the die is free of the reads suspending it from here */
     bool     suspendable;   /* a program or an erase */
 } Running;
-
-/* A die's place in the heap: when its oldest queued operation can start, at the earliest. */
-typedef struct HeapEntry {
-    uint64_t key;
-    uint32_t die;
-} HeapEntry;
 
 struct NhSched {
     NhSchedPolicy policy;
@@ -76,12 +74,31 @@ struct NhSched {
     uint64_t  queued;       /* operations queued on all dies */
     uint64_t  op_ns[3];     /* die time of a read, a program, an erase (NhFlashOpKind) */
     uint64_t *owed;         /* [ndies] die time of the operations queued on each die */
-    HeapEntry *heap;        /* [ndies] the dies with queued operations (and some left empty) */
-    uint32_t  nheap;
-    uint32_t *pos;          /* [ndies] index in heap, or NOT_IN_HEAP */
+    uint32_t  leaves;       /* ndies rounded up to a power of two */
+    uint64_t *key;          /* [leaves] see above; the dies past ndies have UINT64_MAX */
+    uint32_t *win;          /* [2 * leaves] node i's winner; node 1 the root, leaf d at leaves + d */
 };
 
-#define NOT_IN_HEAP UINT32_MAX
+/* Die @die's key changed: replay its matches up to the root. */
+static void tree_update(NhSched *s, uint32_t die, uint64_t key)
+{
+    s->key[die] = key;
+    for (uint32_t i = (s->leaves + die) / 2; i; i /= 2) {
+        uint32_t l = s->win[2 * i], r = s->win[2 * i + 1];
+        s->win[i] = s->key[l] <= s->key[r] ? l : r;
+    }
+}
+
+static void tree_reset(NhSched *s)
+{
+    for (uint32_t d = 0; d < s->leaves; d++) {
+        s->key[d] = UINT64_MAX;
+        s->win[s->leaves + d] = d;
+    }
+    for (uint32_t i = s->leaves - 1; i; i--) {
+        s->win[i] = s->win[2 * i];
+    }
+}
 
 NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uint64_t *counters,
                       const uint64_t op_ns[3])
@@ -94,16 +111,17 @@ NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uin
     s->ctr = counters;
     s->ndies = ndies;
     s->q = g_new0(DieQueue, ndies);
-    for (uint32_t d = 0; d < ndies; d++) {
-        s->q[d].ops = g_array_new(FALSE, FALSE, sizeof(Queued));
-    }
     s->run = g_new0(Running, ndies);
     s->erases = g_new0(uint16_t, nblocks);
     memcpy(s->op_ns, op_ns, sizeof(s->op_ns));
     s->owed = g_new0(uint64_t, ndies);
-    s->heap = g_new(HeapEntry, ndies);
-    s->pos = g_new(uint32_t, ndies);
-    memset(s->pos, 0xff, sizeof(uint32_t) * ndies);
+    s->leaves = 1;
+    while (s->leaves < ndies) {
+        s->leaves *= 2;
+    }
+    s->key = g_new(uint64_t, s->leaves);
+    s->win = g_new(uint32_t, 2 * s->leaves);
+    tree_reset(s);
     return s;
 }
 
@@ -111,14 +129,14 @@ void nh_sched_free(NhSched *s)
 {
     if (s) {
         for (uint32_t d = 0; d < s->ndies; d++) {
-            g_array_free(s->q[d].ops, TRUE);
+            g_free(s->q[d].ops);
         }
         g_free(s->q);
         g_free(s->run);
         g_free(s->erases);
         g_free(s->owed);
-        g_free(s->heap);
-        g_free(s->pos);
+        g_free(s->key);
+        g_free(s->win);
         g_free(s);
     }
 }
@@ -131,65 +149,12 @@ bool nh_sched_defers(const NhSched *s)
 /* Die @die's queue, and its oldest operation. */
 static bool has_queued(const NhSched *s, uint32_t die)
 {
-    return s->q[die].head < s->q[die].ops->len;
+    return s->q[die].len != 0;
 }
 
 static Queued *oldest(const NhSched *s, uint32_t die)
 {
-    return &g_array_index(s->q[die].ops, Queued, s->q[die].head);
-}
-
-/* Heap order: the earlier key first, the lower die on a tie (the order of a scan over the dies). */
-static bool before(const HeapEntry *a, const HeapEntry *b)
-{
-    return a->key < b->key || (a->key == b->key && a->die < b->die);
-}
-
-static void heap_put(NhSched *s, uint32_t i, HeapEntry e)
-{
-    s->heap[i] = e;
-    s->pos[e.die] = i;
-}
-
-static void sift_up(NhSched *s, uint32_t i)
-{
-    HeapEntry e = s->heap[i];
-
-    while (i && before(&e, &s->heap[(i - 1) / 2])) {
-        heap_put(s, i, s->heap[(i - 1) / 2]);
-        i = (i - 1) / 2;
-    }
-    heap_put(s, i, e);
-}
-
-static void sift_down(NhSched *s, uint32_t i)
-{
-    HeapEntry e = s->heap[i];
-
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= s->nheap) {
-            break;
-        }
-        if (c + 1 < s->nheap && before(&s->heap[c + 1], &s->heap[c])) {
-            c++;
-        }
-        if (!before(&s->heap[c], &e)) {
-            break;
-        }
-        heap_put(s, i, s->heap[c]);
-        i = c;
-    }
-    heap_put(s, i, e);
-}
-
-static void heap_pop(NhSched *s)
-{
-    s->pos[s->heap[0].die] = NOT_IN_HEAP;
-    if (--s->nheap) {
-        heap_put(s, 0, s->heap[s->nheap]);
-        sift_down(s, 0);
-    }
+    return &s->q[die].ops[s->q[die].head];
 }
 
 void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
@@ -197,20 +162,22 @@ void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
     DieQueue *q = &s->q[die];
     Queued e = { op, now };
 
-    /* what has run is dropped once it is half of the array, so appending stays amortised O(1) */
-    if (q->head && q->head * 2 >= q->ops->len) {
-        g_array_remove_range(q->ops, 0, q->head);
+    if (q->len == q->cap) {
+        uint32_t cap = q->cap ? 2 * q->cap : 64;
+        Queued *ops = g_new(Queued, cap);
+        for (uint32_t i = 0; i < q->len; i++) {
+            ops[i] = q->ops[(q->head + i) & (q->cap - 1)];
+        }
+        g_free(q->ops);
+        q->ops = ops;
         q->head = 0;
+        q->cap = cap;
     }
-    g_array_append_val(q->ops, e);
-    /* @now bounds the die's next start from below; a die whose queue had run empty may have
-     * kept a later key */
-    if (s->pos[die] == NOT_IN_HEAP) {
-        heap_put(s, s->nheap++, (HeapEntry){ now, die });
-        sift_up(s, s->nheap - 1);
-    } else if (q->ops->len - q->head == 1 && now < s->heap[s->pos[die]].key) {
-        s->heap[s->pos[die]].key = now;
-        sift_up(s, s->pos[die]);
+    q->ops[(q->head + q->len++) & (q->cap - 1)] = e;
+    /* @now bounds the die's next start from below; a die whose queue nh_sched_wait_erase ran
+     * empty may have kept a later key */
+    if (q->len == 1 && now < s->key[die]) {
+        tree_update(s, die, now);
     }
     if (op.kind == NH_FOP_ERASE) {
         g_assert(s->erases[op.addr] < UINT16_MAX);
@@ -234,7 +201,8 @@ static void run_next(NhSched *s, NhNand *n, uint32_t die)
 
     r->start = next_start(s, n, die);
     op = oldest(s, die)->op;
-    s->q[die].head++;
+    s->q[die].head = (s->q[die].head + 1) & (s->q[die].cap - 1);
+    s->q[die].len--;
     r->end = nh_nand_run(n, op, r->start);
     r->reads_until = 0;
     r->suspendable = op.kind != NH_FOP_READ;
@@ -249,19 +217,21 @@ void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
 {
     /* earliest free die first (the lower die on a tie), so that the channels are booked in
      * time order */
-    while (s->nheap) {
-        uint32_t die = s->heap[0].die;
+    for (;;) {
+        uint32_t die = s->win[1];
         uint64_t at;
 
+        if (s->key[die] == UINT64_MAX) {
+            return;
+        }
         if (!has_queued(s, die)) {
-            heap_pop(s);
+            tree_update(s, die, UINT64_MAX);
             continue;
         }
         at = next_start(s, n, die);
-        if (at != s->heap[0].key) {
-            g_assert(at > s->heap[0].key);
-            s->heap[0].key = at;
-            sift_down(s, 0);
+        if (at != s->key[die]) {
+            g_assert(at > s->key[die]);
+            tree_update(s, die, at);
             continue;
         }
         if (at >= t) {
@@ -269,12 +239,7 @@ void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
         }
         run_next(s, n, die);
         s->ctr[NH_SC_IDLE_OPS]++;
-        if (has_queued(s, die)) {
-            s->heap[0].key = next_start(s, n, die);
-            sift_down(s, 0);
-        } else {
-            heap_pop(s);
-        }
+        tree_update(s, die, has_queued(s, die) ? next_start(s, n, die) : UINT64_MAX);
     }
 }
 
@@ -335,17 +300,17 @@ bool nh_sched_erase_pending(const NhSched *s, uint32_t blk)
 void nh_sched_reset(NhSched *s)
 {
     for (uint32_t d = 0; d < s->ndies; d++) {
-        for (; has_queued(s, d); s->q[d].head++) {
-            if (oldest(s, d)->op.kind == NH_FOP_ERASE) {
-                s->erases[oldest(s, d)->op.addr]--;
+        DieQueue *q = &s->q[d];
+        for (uint32_t i = 0; i < q->len; i++) {
+            const NhFlashOp *op = &q->ops[(q->head + i) & (q->cap - 1)].op;
+            if (op->kind == NH_FOP_ERASE) {
+                s->erases[op->addr]--;
             }
         }
-        g_array_set_size(s->q[d].ops, 0);
-        s->q[d].head = 0;
+        q->head = q->len = 0;
     }
     memset(s->run, 0, sizeof(Running) * s->ndies);
     memset(s->owed, 0, sizeof(uint64_t) * s->ndies);
-    memset(s->pos, 0xff, sizeof(uint32_t) * s->ndies);
-    s->nheap = 0;
+    tree_reset(s);
     s->queued = 0;
 }
