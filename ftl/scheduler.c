@@ -64,16 +64,15 @@ typedef struct Running {
 } Running;
 
 struct NhSched {
+    NhSchedLoad load;       /* first: scheduler.h reads it */
     NhSchedPolicy policy;
     uint64_t  t_suspend, t_resume;
     uint64_t *ctr;
     uint32_t  ndies;
     DieQueue *q;
     Running  *run;
-    uint16_t *erases;       /* [nblocks] erases queued per block */
     uint64_t  queued;       /* operations queued on all dies */
     uint64_t  op_ns[3];     /* die time of a read, a program, an erase (NhFlashOpKind) */
-    uint64_t *owed;         /* [ndies] die time of the operations queued on each die */
     uint32_t  leaves;       /* ndies rounded up to a power of two */
     uint64_t *key;          /* [leaves] see above; the dies past ndies have UINT64_MAX */
     uint32_t *win;          /* [2 * leaves] node i's winner; node 1 the root, leaf d at leaves + d */
@@ -112,9 +111,9 @@ NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uin
     s->ndies = ndies;
     s->q = g_new0(DieQueue, ndies);
     s->run = g_new0(Running, ndies);
-    s->erases = g_new0(uint16_t, nblocks);
+    s->load.erases = g_new0(uint16_t, nblocks);
     memcpy(s->op_ns, op_ns, sizeof(s->op_ns));
-    s->owed = g_new0(uint64_t, ndies);
+    s->load.owed = g_new0(uint64_t, ndies);
     s->leaves = 1;
     while (s->leaves < ndies) {
         s->leaves *= 2;
@@ -133,8 +132,8 @@ void nh_sched_free(NhSched *s)
         }
         g_free(s->q);
         g_free(s->run);
-        g_free(s->erases);
-        g_free(s->owed);
+        g_free(s->load.erases);
+        g_free(s->load.owed);
         g_free(s->key);
         g_free(s->win);
         g_free(s);
@@ -180,11 +179,11 @@ void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
         tree_update(s, die, now);
     }
     if (op.kind == NH_FOP_ERASE) {
-        g_assert(s->erases[op.addr] < UINT16_MAX);
-        s->erases[op.addr]++;
+        g_assert(s->load.erases[op.addr] < UINT16_MAX);
+        s->load.erases[op.addr]++;
     }
     s->queued++;
-    s->owed[die] += s->op_ns[op.kind];
+    s->load.owed[die] += s->op_ns[op.kind];
 }
 
 /* When die @die's oldest queued operation can start. */
@@ -207,10 +206,10 @@ static void run_next(NhSched *s, NhNand *n, uint32_t die)
     r->reads_until = 0;
     r->suspendable = op.kind != NH_FOP_READ;
     if (op.kind == NH_FOP_ERASE) {
-        s->erases[op.addr]--;
+        s->load.erases[op.addr]--;
     }
     s->queued--;
-    s->owed[die] -= s->op_ns[op.kind];
+    s->load.owed[die] -= s->op_ns[op.kind];
 }
 
 void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
@@ -245,7 +244,7 @@ void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
 
 void nh_sched_wait_erase(NhSched *s, NhNand *n, uint32_t die, uint32_t blk)
 {
-    while (s->erases[blk]) {
+    while (s->load.erases[blk]) {
         g_assert(has_queued(s, die));
         run_next(s, n, die);
         s->ctr[NH_SC_FORCED_OPS]++;
@@ -287,16 +286,6 @@ uint64_t nh_sched_queued(const NhSched *s)
     return s->queued;
 }
 
-uint64_t nh_sched_owed(const NhSched *s, uint32_t die)
-{
-    return s->owed[die];
-}
-
-bool nh_sched_erase_pending(const NhSched *s, uint32_t blk)
-{
-    return s->erases[blk] != 0;
-}
-
 void nh_sched_reset(NhSched *s)
 {
     for (uint32_t d = 0; d < s->ndies; d++) {
@@ -304,13 +293,13 @@ void nh_sched_reset(NhSched *s)
         for (uint32_t i = 0; i < q->len; i++) {
             const NhFlashOp *op = &q->ops[(q->head + i) & (q->cap - 1)].op;
             if (op->kind == NH_FOP_ERASE) {
-                s->erases[op->addr]--;
+                s->load.erases[op->addr]--;
             }
         }
         q->head = q->len = 0;
     }
     memset(s->run, 0, sizeof(Running) * s->ndies);
-    memset(s->owed, 0, sizeof(uint64_t) * s->ndies);
+    memset(s->load.owed, 0, sizeof(uint64_t) * s->ndies);
     tree_reset(s);
     s->queued = 0;
 }
