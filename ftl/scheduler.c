@@ -14,7 +14,9 @@
  * three times that, measured).  A key may be stale, but only low: a die's next start only moves
  * later (its next-free time only grows; its next operation starts after the one before it
  * ends), so the winner is the earliest die when its key is its true next start, and is
- * corrected and replayed when it is not.  GLib has no priority queue with a key per element.
+ * corrected and replayed when it is not.  GLib has no priority queue with a key per element,
+ * and include/nh-heap.h neither changes a key in place nor breaks ties by die (the order that
+ * keeps the output of the scan it replaced).
  */
 #include "scheduler.h"
 #include "nand.h"
