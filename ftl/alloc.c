@@ -1,9 +1,6 @@
 /* alloc.c - write allocation for the page-mapped FTLs (contract in alloc.h). */
 #include "alloc.h"
 
-/* added to the rank of a plane that would wait for GC: above any time of a run (146 years) */
-#define NH_ALLOC_LAST (1ull << 62)
-
 static const char *const alloc_names[] = { "static", "dynamic", NULL };
 
 const NhConfigKey nh_alloc_keys[] = {
@@ -39,14 +36,4 @@ bool nh_alloc_check(const NhConfig *cfg, uint32_t features, GError **errp)
         return false;
     }
     return true;
-}
-
-uint64_t nh_alloc_rank(const NhNand *n, uint32_t die, uint32_t next_blk, uint64_t now)
-{
-    uint64_t t = MAX(now, n->die_free[die]) + nh_sched_owed(n->sched, die);
-
-    if (next_blk != UINT32_MAX && nh_sched_erase_pending(n->sched, next_blk)) {
-        t += NH_ALLOC_LAST;
-    }
-    return t;
 }

@@ -32,6 +32,9 @@
 
 typedef enum NhAlloc { NH_ALLOC_STATIC, NH_ALLOC_DYNAMIC } NhAlloc;
 
+/* added to the rank of a plane that would wait for GC: above any time of a run (146 years) */
+#define NH_ALLOC_LAST (1ull << 62)
+
 extern const NhConfigKey nh_alloc_keys[];
 
 /* Cross-key checks, with the chosen FTL's features; errors name the key. */
@@ -42,6 +45,15 @@ bool nh_alloc_check(const NhConfig *cfg, uint32_t features, GError **errp);
  * plane would open for the page (UINT32_MAX: its frontier has room), and a plane whose next
  * block still waits for its queued erase comes after every plane that does not (its host page
  * would wait for the die's queue up to that erase: foreground GC). */
-uint64_t nh_alloc_rank(const NhNand *n, uint32_t die, uint32_t next_blk, uint64_t now);
+static inline uint64_t nh_alloc_rank(const NhNand *n, uint32_t die, uint32_t next_blk,
+                                     uint64_t now)
+{
+    uint64_t t = MAX(now, n->die_free[die]) + nh_sched_owed(n->sched, die);
+
+    if (next_blk != UINT32_MAX && nh_sched_erase_pending(n->sched, next_blk)) {
+        t += NH_ALLOC_LAST;
+    }
+    return t;
+}
 
 #endif

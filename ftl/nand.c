@@ -65,9 +65,6 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counter
     n->op = g_new0(NhDieOp, n->g.ndies);
     n->die_free = g_new0(uint64_t, n->g.ndies);
     n->bus = g_new0(NhBus, n->g.channels);
-    for (uint32_t c = 0; c < n->g.channels; c++) {
-        n->bus[c].start = g_array_new(FALSE, FALSE, sizeof(uint64_t));
-    }
     n->erase_count = g_new0(uint32_t, n->g.nblocks);
     n->next_page = g_new0(uint32_t, n->g.nblocks);
     return n;
@@ -79,9 +76,6 @@ void nh_nand_free(NhNand *n)
         nh_sched_free(n->sched);
         g_free(n->op);
         g_free(n->die_free);
-        for (uint32_t c = 0; c < n->g.channels; c++) {
-            g_array_free(n->bus[c].start, TRUE);
-        }
         g_free(n->bus);
         g_free(n->erase_count);
         g_free(n->next_page);
@@ -104,20 +98,19 @@ void nh_nand_batch_end(NhNand *n)
 /* Transfers all take t_xfer, so a gap fits one when it is that long.  Those ending before the
  * horizon are dropped (nothing is booked before it any more); beyond NH_BUS_KEPT transfers the
  * oldest is dropped too and the bus counts as busy until it ended (a trace whose requests all
- * arrive at once would otherwise keep every transfer).  That floor turns the bus first come
- * first served behind everything booked ahead of it, so the cap must hold what a burst books:
- * at 256, cloudPhysicsIO (2 GiB, fill 1, open loop, arrivals a second apart in bursts of
- * thousands of pages) had its dies held 508 s waiting for a bus that was busy 17 s in all
- * (read mean 449 ms under alloc=dynamic, 117 ms under static); at 16384, 0.2 s (49 and 13 ms).
- * 16384 starts are 128 KiB a channel. */
-#define NH_BUS_KEPT 16384
+ * arrive at once would otherwise keep every transfer). */
+
+/* The @i-th kept transfer of bus @b, oldest first. */
+static inline uint64_t *bus_at(NhBus *b, uint32_t i)
+{
+    return &b->start[(b->head + i) & (NH_BUS_KEPT - 1)];
+}
 
 uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
 {
     NhBus *b = &n->bus[ch];
-    const uint64_t *start = (const uint64_t *)(void *)b->start->data;
     uint64_t x = n->t.t_xfer, at;
-    guint drop = 0, lo, hi, i;
+    uint32_t lo, hi, i;
 
     n->stats->nand_channel_busy_ns += x;
     if (!nh_sched_defers(n->sched)) {
@@ -125,27 +118,36 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
         b->last = MAX(ready, b->last) + x;
         return b->last;
     }
-    while (drop < b->start->len &&
-           (start[drop] + x <= n->horizon || b->start->len - drop >= NH_BUS_KEPT)) {
-        b->floor = MAX(b->floor, start[drop] + x);
-        drop++;
+    while (b->len && (*bus_at(b, 0) + x <= n->horizon || b->len >= NH_BUS_KEPT)) {
+        b->floor = MAX(b->floor, *bus_at(b, 0) + x);
+        b->head++;
+        b->len--;
     }
-    g_array_remove_range(b->start, 0, drop);
-    start = (const uint64_t *)(void *)b->start->data;
-    /* the first transfer that ends after @ready, then the first gap from there */
+    /* the first transfer that ends after @ready, then the first gap from there; mostly the bus
+     * is free from @ready on, after all of them */
     at = MAX(ready, b->floor);
-    for (lo = 0, hi = b->start->len; lo < hi;) {
-        guint mid = lo + (hi - lo) / 2;
-        if (start[mid] + x <= at) {
+    lo = 0;
+    hi = b->len;
+    if (!hi || *bus_at(b, hi - 1) + x <= at) {
+        lo = hi;
+    }
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (*bus_at(b, mid) + x <= at) {
             lo = mid + 1;
         } else {
             hi = mid;
         }
     }
-    for (i = lo; i < b->start->len && start[i] < at + x; i++) {
-        at = start[i] + x;
+    for (i = lo; i < b->len && *bus_at(b, i) < at + x; i++) {
+        at = *bus_at(b, i) + x;
     }
-    g_array_insert_val(b->start, i, at);
+    /* mostly the newest: few or none move up */
+    for (uint32_t j = b->len; j > i; j--) {
+        *bus_at(b, j) = *bus_at(b, j - 1);
+    }
+    *bus_at(b, i) = at;
+    b->len++;
     b->last = MAX(b->last, at + x);
     return at + x;
 }
@@ -404,10 +406,7 @@ void nh_nand_advance(NhNand *n, uint64_t t)
 void nh_nand_clock_reset(NhNand *n)
 {
     memset(n->die_free, 0, sizeof(uint64_t) * n->g.ndies);
-    for (uint32_t c = 0; c < n->g.channels; c++) {
-        g_array_set_size(n->bus[c].start, 0);
-        n->bus[c].last = n->bus[c].floor = 0;
-    }
+    memset(n->bus, 0, sizeof(NhBus) * n->g.channels);
     n->horizon = 0;
     memset(n->op, 0, sizeof(NhDieOp) * n->g.ndies);
     nh_sched_reset(n->sched);

@@ -5,6 +5,18 @@
  * what keeps a victim's copies ahead of its erase, and a block's erase ahead of the GC programs
  * into it when it is reopened.  A die remembers the GC operation it ran last, so that a host
  * read arriving while it runs can suspend it.
+ *
+ * Which die starts next is kept in a tournament tree over the dies: each die has a key, when its
+ * oldest queued operation can start at the earliest (UINT64_MAX: nothing queued), and each node
+ * of the tree the die with the least key below it, the lower die on a tie.  So nh_sched_advance
+ * does not scan every die for every operation and request (measured: 29% of sched=prio's
+ * replay with 32 dies), and a die's new key costs one comparison per level (a binary heap cost
+ * three times that, measured).  A key may be stale, but only low: a die's next start only moves
+ * later (its next-free time only grows; its next operation starts after the one before it
+ * ends), so the winner is the earliest die when its key is its true next start, and is
+ * corrected and replayed when it is not.  GLib has no priority queue with a key per element,
+ * and include/nh-heap.h neither changes a key in place nor breaks ties by die (the order that
+ * keeps the output of the scan it replaced).
  */
 #include "scheduler.h"
 #include "nand.h"
@@ -39,9 +51,11 @@ typedef struct Queued {
     uint64_t  issued;       /* it cannot start before the request that issued it arrived */
 } Queued;
 
+/* A die's queue: a ring that doubles when full.  A GArray cost a third of queueing an
+ * operation (measured), in its append and in moving the run ones out of the front. */
 typedef struct DieQueue {
-    GArray    *ops;             /* Queued; [head, len) are still queued */
-    guint      head;
+    Queued   *ops;          /* [cap], cap a power of two or 0 */
+    uint32_t  head, len, cap;
 } DieQueue;
 
 /* The GC operation a die ran last, while nothing else is booked after it. */
@@ -52,17 +66,40 @@ typedef struct Running {
 } Running;
 
 struct NhSched {
+    NhSchedLoad load;       /* first: scheduler.h reads it */
     NhSchedPolicy policy;
     uint64_t  t_suspend, t_resume;
     uint64_t *ctr;
     uint32_t  ndies;
     DieQueue *q;
     Running  *run;
-    uint16_t *erases;       /* [nblocks] erases queued per block */
     uint64_t  queued;       /* operations queued on all dies */
     uint64_t  op_ns[3];     /* die time of a read, a program, an erase (NhFlashOpKind) */
-    uint64_t *owed;         /* [ndies] die time of the operations queued on each die */
+    uint32_t  leaves;       /* ndies rounded up to a power of two */
+    uint64_t *key;          /* [leaves] see above; the dies past ndies have UINT64_MAX */
+    uint32_t *win;          /* [2 * leaves] node i's winner; node 1 the root, leaf d at leaves + d */
 };
+
+/* Die @die's key changed: replay its matches up to the root. */
+static void tree_update(NhSched *s, uint32_t die, uint64_t key)
+{
+    s->key[die] = key;
+    for (uint32_t i = (s->leaves + die) / 2; i; i /= 2) {
+        uint32_t l = s->win[2 * i], r = s->win[2 * i + 1];
+        s->win[i] = s->key[l] <= s->key[r] ? l : r;
+    }
+}
+
+static void tree_reset(NhSched *s)
+{
+    for (uint32_t d = 0; d < s->leaves; d++) {
+        s->key[d] = UINT64_MAX;
+        s->win[s->leaves + d] = d;
+    }
+    for (uint32_t i = s->leaves - 1; i; i--) {
+        s->win[i] = s->win[2 * i];
+    }
+}
 
 NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uint64_t *counters,
                       const uint64_t op_ns[3])
@@ -75,13 +112,17 @@ NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uin
     s->ctr = counters;
     s->ndies = ndies;
     s->q = g_new0(DieQueue, ndies);
-    for (uint32_t d = 0; d < ndies; d++) {
-        s->q[d].ops = g_array_new(FALSE, FALSE, sizeof(Queued));
-    }
     s->run = g_new0(Running, ndies);
-    s->erases = g_new0(uint16_t, nblocks);
+    s->load.erases = g_new0(uint16_t, nblocks);
     memcpy(s->op_ns, op_ns, sizeof(s->op_ns));
-    s->owed = g_new0(uint64_t, ndies);
+    s->load.owed = g_new0(uint64_t, ndies);
+    s->leaves = 1;
+    while (s->leaves < ndies) {
+        s->leaves *= 2;
+    }
+    s->key = g_new(uint64_t, s->leaves);
+    s->win = g_new(uint32_t, 2 * s->leaves);
+    tree_reset(s);
     return s;
 }
 
@@ -89,12 +130,14 @@ void nh_sched_free(NhSched *s)
 {
     if (s) {
         for (uint32_t d = 0; d < s->ndies; d++) {
-            g_array_free(s->q[d].ops, TRUE);
+            g_free(s->q[d].ops);
         }
         g_free(s->q);
         g_free(s->run);
-        g_free(s->erases);
-        g_free(s->owed);
+        g_free(s->load.erases);
+        g_free(s->load.owed);
+        g_free(s->key);
+        g_free(s->win);
         g_free(s);
     }
 }
@@ -107,12 +150,12 @@ bool nh_sched_defers(const NhSched *s)
 /* Die @die's queue, and its oldest operation. */
 static bool has_queued(const NhSched *s, uint32_t die)
 {
-    return s->q[die].head < s->q[die].ops->len;
+    return s->q[die].len != 0;
 }
 
 static Queued *oldest(const NhSched *s, uint32_t die)
 {
-    return &g_array_index(s->q[die].ops, Queued, s->q[die].head);
+    return &s->q[die].ops[s->q[die].head];
 }
 
 void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
@@ -120,18 +163,29 @@ void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
     DieQueue *q = &s->q[die];
     Queued e = { op, now };
 
-    /* what has run is dropped once it is half of the array, so appending stays amortised O(1) */
-    if (q->head && q->head * 2 >= q->ops->len) {
-        g_array_remove_range(q->ops, 0, q->head);
+    if (q->len == q->cap) {
+        uint32_t cap = q->cap ? 2 * q->cap : 64;
+        Queued *ops = g_new(Queued, cap);
+        for (uint32_t i = 0; i < q->len; i++) {
+            ops[i] = q->ops[(q->head + i) & (q->cap - 1)];
+        }
+        g_free(q->ops);
+        q->ops = ops;
         q->head = 0;
+        q->cap = cap;
     }
-    g_array_append_val(q->ops, e);
+    q->ops[(q->head + q->len++) & (q->cap - 1)] = e;
+    /* @now bounds the die's next start from below; a die whose queue nh_sched_wait_erase ran
+     * empty may have kept a later key */
+    if (q->len == 1 && now < s->key[die]) {
+        tree_update(s, die, now);
+    }
     if (op.kind == NH_FOP_ERASE) {
-        g_assert(s->erases[op.addr] < UINT16_MAX);
-        s->erases[op.addr]++;
+        g_assert(s->load.erases[op.addr] < UINT16_MAX);
+        s->load.erases[op.addr]++;
     }
     s->queued++;
-    s->owed[die] += s->op_ns[op.kind];
+    s->load.owed[die] += s->op_ns[op.kind];
 }
 
 /* When die @die's oldest queued operation can start. */
@@ -148,44 +202,51 @@ static void run_next(NhSched *s, NhNand *n, uint32_t die)
 
     r->start = next_start(s, n, die);
     op = oldest(s, die)->op;
-    s->q[die].head++;
+    s->q[die].head = (s->q[die].head + 1) & (s->q[die].cap - 1);
+    s->q[die].len--;
     r->end = nh_nand_run(n, op, r->start);
     r->reads_until = 0;
     r->suspendable = op.kind != NH_FOP_READ;
     if (op.kind == NH_FOP_ERASE) {
-        s->erases[op.addr]--;
+        s->load.erases[op.addr]--;
     }
     s->queued--;
-    s->owed[die] -= s->op_ns[op.kind];
+    s->load.owed[die] -= s->op_ns[op.kind];
 }
 
 void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
 {
-    if (!s->queued) {
-        return;
-    }
-    /* earliest free die first, so that the channels are booked in time order */
+    /* earliest free die first (the lower die on a tie), so that the channels are booked in
+     * time order */
     for (;;) {
-        uint32_t best = UINT32_MAX;
-        uint64_t at = t;
+        uint32_t die = s->win[1];
+        uint64_t at;
 
-        for (uint32_t d = 0; d < s->ndies; d++) {
-            if (has_queued(s, d) && next_start(s, n, d) < at) {
-                best = d;
-                at = next_start(s, n, d);
-            }
-        }
-        if (best == UINT32_MAX) {
+        if (s->key[die] == UINT64_MAX) {
             return;
         }
-        run_next(s, n, best);
+        if (!has_queued(s, die)) {
+            tree_update(s, die, UINT64_MAX);
+            continue;
+        }
+        at = next_start(s, n, die);
+        if (at != s->key[die]) {
+            g_assert(at > s->key[die]);
+            tree_update(s, die, at);
+            continue;
+        }
+        if (at >= t) {
+            return;
+        }
+        run_next(s, n, die);
         s->ctr[NH_SC_IDLE_OPS]++;
+        tree_update(s, die, has_queued(s, die) ? next_start(s, n, die) : UINT64_MAX);
     }
 }
 
 void nh_sched_wait_erase(NhSched *s, NhNand *n, uint32_t die, uint32_t blk)
 {
-    while (s->erases[blk]) {
+    while (s->load.erases[blk]) {
         g_assert(has_queued(s, die));
         run_next(s, n, die);
         s->ctr[NH_SC_FORCED_OPS]++;
@@ -227,28 +288,20 @@ uint64_t nh_sched_queued(const NhSched *s)
     return s->queued;
 }
 
-uint64_t nh_sched_owed(const NhSched *s, uint32_t die)
-{
-    return s->owed[die];
-}
-
-bool nh_sched_erase_pending(const NhSched *s, uint32_t blk)
-{
-    return s->erases[blk] != 0;
-}
-
 void nh_sched_reset(NhSched *s)
 {
     for (uint32_t d = 0; d < s->ndies; d++) {
-        for (; has_queued(s, d); s->q[d].head++) {
-            if (oldest(s, d)->op.kind == NH_FOP_ERASE) {
-                s->erases[oldest(s, d)->op.addr]--;
+        DieQueue *q = &s->q[d];
+        for (uint32_t i = 0; i < q->len; i++) {
+            const NhFlashOp *op = &q->ops[(q->head + i) & (q->cap - 1)].op;
+            if (op->kind == NH_FOP_ERASE) {
+                s->load.erases[op->addr]--;
             }
         }
-        g_array_set_size(s->q[d].ops, 0);
-        s->q[d].head = 0;
+        q->head = q->len = 0;
     }
     memset(s->run, 0, sizeof(Running) * s->ndies);
-    memset(s->owed, 0, sizeof(uint64_t) * s->ndies);
+    memset(s->load.owed, 0, sizeof(uint64_t) * s->ndies);
+    tree_reset(s);
     s->queued = 0;
 }

@@ -62,6 +62,14 @@ typedef struct NhFlashOp {
 struct NhNand;
 typedef struct NhSched NhSched;
 
+/* The start of every NhSched: what alloc=dynamic asks of the scheduler for every plane of every
+ * host page, public so that those questions are inlined (as calls they were a third of the
+ * allocation's cost, measured). */
+typedef struct NhSchedLoad {
+    uint64_t *owed;         /* [ndies] die time of the operations queued on each die */
+    uint16_t *erases;       /* [nblocks] erases queued per block */
+} NhSchedLoad;
+
 /* @counters: NH_SC_SLOTS of them (the engine's slots for nh_sched_counters); @op_ns: the die
  * time of a page read, a page program and an erase, indexed by NhFlashOpKind. */
 NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uint64_t *counters,
@@ -84,9 +92,16 @@ bool nh_sched_suspend(NhSched *s, struct NhNand *n, uint32_t die, uint32_t ppn, 
  * file does not keep it, as loading one drops what was queued). */
 uint64_t nh_sched_queued(const NhSched *s);
 /* The die time die @die owes the GC operations queued on it (their op_ns summed). */
-uint64_t nh_sched_owed(const NhSched *s, uint32_t die);
+static inline uint64_t nh_sched_owed(const NhSched *s, uint32_t die)
+{
+    return ((const NhSchedLoad *)(const void *)s)->owed[die];
+}
+
 /* Is an erase of block @blk queued (a host program into it would wait: nh_sched_wait_erase)? */
-bool nh_sched_erase_pending(const NhSched *s, uint32_t blk);
+static inline bool nh_sched_erase_pending(const NhSched *s, uint32_t blk)
+{
+    return ((const NhSchedLoad *)(const void *)s)->erases[blk] != 0;
+}
 /* Forget what is queued and running (the clocks restart: a state file was loaded). */
 void nh_sched_reset(NhSched *s);
 
