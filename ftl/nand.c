@@ -100,10 +100,36 @@ void nh_nand_batch_end(NhNand *n)
  * oldest is dropped too and the bus counts as busy until it ended (a trace whose requests all
  * arrive at once would otherwise keep every transfer). */
 
-/* The @i-th kept transfer of bus @b, oldest first. */
-static inline uint64_t *bus_at(NhBus *b, uint32_t i)
+/* The @i-th kept run of bus @b, oldest first. */
+static inline NhBusRun *run_at(NhBus *b, uint32_t i)
 {
-    return &b->start[(b->head + i) & (NH_BUS_KEPT - 1)];
+    return &b->run[(b->head + i) & (NH_BUS_KEPT - 1)];
+}
+
+/* Forget the oldest transfers: those ending by the horizon, and beyond NH_BUS_KEPT the oldest
+ * (the floor then keeps the bus busy until they ended). */
+static void bus_drop(NhNand *n, NhBus *b, uint64_t x)
+{
+    while (b->len) {
+        NhBusRun *r = run_at(b, 0);
+        uint64_t in_run = (r->end - r->start) / x;
+        uint64_t k = n->horizon > r->start ? MIN(in_run, (n->horizon - r->start) / x) : 0;
+
+        if (b->transfers >= NH_BUS_KEPT) {
+            k = MAX(k, MIN(in_run, b->transfers - (NH_BUS_KEPT - 1)));
+        }
+        if (!k) {
+            return;
+        }
+        r->start += k * x;
+        b->floor = MAX(b->floor, r->start);
+        b->transfers -= k;
+        if (r->start < r->end) {
+            return;
+        }
+        b->head++;
+        b->len--;
+    }
 }
 
 uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
@@ -111,6 +137,7 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
     NhBus *b = &n->bus[ch];
     uint64_t x = n->t.t_xfer, at;
     uint32_t lo, hi, i;
+    NhBusRun *prev, *next;
 
     n->stats->nand_channel_busy_ns += x;
     if (!nh_sched_defers(n->sched)) {
@@ -118,36 +145,48 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
         b->last = MAX(ready, b->last) + x;
         return b->last;
     }
-    while (b->len && (*bus_at(b, 0) + x <= n->horizon || b->len >= NH_BUS_KEPT)) {
-        b->floor = MAX(b->floor, *bus_at(b, 0) + x);
-        b->head++;
-        b->len--;
-    }
-    /* the first transfer that ends after @ready, then the first gap from there; mostly the bus
-     * is free from @ready on, after all of them */
+    bus_drop(n, b, x);
+    /* the first run that ends after @ready, then the first gap from there; mostly the bus is
+     * free from @ready on, after all of them */
     at = MAX(ready, b->floor);
     lo = 0;
     hi = b->len;
-    if (!hi || *bus_at(b, hi - 1) + x <= at) {
+    if (!hi || run_at(b, hi - 1)->end <= at) {
         lo = hi;
     }
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (*bus_at(b, mid) + x <= at) {
+        if (run_at(b, mid)->end <= at) {
             lo = mid + 1;
         } else {
             hi = mid;
         }
     }
-    for (i = lo; i < b->len && *bus_at(b, i) < at + x; i++) {
-        at = *bus_at(b, i) + x;
+    for (i = lo; i < b->len && run_at(b, i)->start < at + x; i++) {
+        at = run_at(b, i)->end;
     }
-    /* mostly the newest: few or none move up */
-    for (uint32_t j = b->len; j > i; j--) {
-        *bus_at(b, j) = *bus_at(b, j - 1);
+    /* [at, at + x) lies between runs i - 1 and i: it extends them, joins them, or is a new
+     * run (mostly the newest: few or none move) */
+    prev = i > 0 && run_at(b, i - 1)->end == at ? run_at(b, i - 1) : NULL;
+    next = i < b->len && run_at(b, i)->start == at + x ? run_at(b, i) : NULL;
+    if (prev && next) {
+        prev->end = next->end;
+        for (uint32_t j = i; j + 1 < b->len; j++) {
+            *run_at(b, j) = *run_at(b, j + 1);
+        }
+        b->len--;
+    } else if (prev) {
+        prev->end = at + x;
+    } else if (next) {
+        next->start = at;
+    } else {
+        for (uint32_t j = b->len; j > i; j--) {
+            *run_at(b, j) = *run_at(b, j - 1);
+        }
+        *run_at(b, i) = (NhBusRun){ at, at + x };
+        b->len++;
     }
-    *bus_at(b, i) = at;
-    b->len++;
+    b->transfers++;
     b->last = MAX(b->last, at + x);
     return at + x;
 }
