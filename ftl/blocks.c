@@ -298,7 +298,12 @@ static bool gc_step(NhBlocks *b, uint32_t pu, bool foreground)
     }
     relocate(b, blk, &b->st->ftl_gc_page_copies);
     b->st->ftl_gc_blocks++;
-    if (foreground) {
+    if (nh_sched_defers(b->nand->sched)) {
+        /* queued: foreground only if a host program comes to wait for its erase (counted
+         * then, scheduler.h), wherever it was issued from */
+        nh_sched_mark_victim(b->nand->sched, nh_die_of_block(b->nand, blk), blk);
+    } else if (foreground) {
+        /* booked at once, ahead of the host write that needs the free block it makes */
         b->st->ftl_gc_foreground_blocks++;
     }
     static_wl(b, pu);

@@ -37,6 +37,7 @@ const NhStat nh_sched_counters[] = {
 typedef struct Queued {
     NhFlashOp op;
     uint64_t  issued;       /* it cannot start before the request that issued it arrived */
+    bool      victim;       /* an erase reclaiming a GC victim (nh_sched_mark_victim) */
 } Queued;
 
 typedef struct DieQueue {
@@ -118,7 +119,7 @@ static Queued *oldest(const NhSched *s, uint32_t die)
 void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
 {
     DieQueue *q = &s->q[die];
-    Queued e = { op, now };
+    Queued e = { op, now, false };
 
     /* what has run is dropped once it is half of the array, so appending stays amortised O(1) */
     if (q->head && q->head * 2 >= q->ops->len) {
@@ -140,11 +141,13 @@ static uint64_t next_start(const NhSched *s, const NhNand *n, uint32_t die)
     return MAX(n->die_free[die], oldest(s, die)->issued);
 }
 
-/* Run die @die's oldest queued operation from when it can start. */
-static void run_next(NhSched *s, NhNand *n, uint32_t die)
+/* Run die @die's oldest queued operation from when it can start; true if it was the erase of
+ * a GC victim. */
+static bool run_next(NhSched *s, NhNand *n, uint32_t die)
 {
     Running *r = &s->run[die];
     NhFlashOp op;
+    bool victim = oldest(s, die)->victim;
 
     r->start = next_start(s, n, die);
     op = oldest(s, die)->op;
@@ -157,6 +160,7 @@ static void run_next(NhSched *s, NhNand *n, uint32_t die)
     }
     s->queued--;
     s->owed[die] -= s->op_ns[op.kind];
+    return victim;
 }
 
 void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
@@ -187,8 +191,18 @@ void nh_sched_wait_erase(NhSched *s, NhNand *n, uint32_t die, uint32_t blk)
 {
     while (s->erases[blk]) {
         g_assert(has_queued(s, die));
-        run_next(s, n, die);
+        n->stats->ftl_gc_foreground_blocks += run_next(s, n, die);
         s->ctr[NH_SC_FORCED_OPS]++;
+    }
+}
+
+void nh_sched_mark_victim(NhSched *s, uint32_t die, uint32_t blk)
+{
+    DieQueue *q = &s->q[die];
+    Queued *last = q->ops->len > q->head ? &g_array_index(q->ops, Queued, q->ops->len - 1) : NULL;
+
+    if (last && last->op.kind == NH_FOP_ERASE && last->op.addr == blk) {
+        last->victim = true;
     }
 }
 

@@ -362,6 +362,55 @@ static void test_sim_unwritten_cost(void)
     g_string_free(t, TRUE);
 }
 
+/*
+ * ftl.gc_foreground_blocks counts the GC victims a host waited for.  Under sched=prio (the
+ * default) that is a victim whose erase a host program forced (sched.forced_ops counts the
+ * operations of those runs), wherever the FTL issued it; the table's "(foreground N)" shows
+ * the key.  Counting the victims issued at gc-critical instead showed "(foreground 0)" here
+ * while 34,579 GC operations were forced on waiting writes; now 338 of the 845 victims.
+ */
+static void test_sim_gc_foreground(void)
+{
+    GString *t = g_string_new(NULL);
+    GRand *r = g_rand_new_with_seed(17);
+    char *args[] = { "--trace", NULL, "--format", "mqsim", "--fill", "1", "--capacity", "64M",
+                     "--qd", "32", "--device", "channels=4,ways=1,pages=64", "--json", NULL };
+    char *out, *table, *p, *fg;
+    int status;
+
+    for (int i = 0; i < 10000; i++) {
+        g_string_append_printf(t, "0 0 %u 8 0\n", g_rand_int_range(r, 0, 16384) * 8);
+    }
+    p = write_tmp(t->str);
+    args[1] = p;
+    out = run_sim(args, &status, NULL);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    args[G_N_ELEMENTS(args) - 2] = NULL;
+    table = run_sim(args, &status, NULL);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_test_message("forced ops %" G_GUINT64_FORMAT ", foreground victims %" G_GUINT64_FORMAT
+                   " of %" G_GUINT64_FORMAT, unit_json_uint(out, "sched.forced_ops"),
+                   unit_json_uint(out, "ftl.gc_foreground_blocks"),
+                   unit_json_uint(out, "ftl.gc_blocks"));
+    g_assert_cmpuint(unit_json_uint(out, "sched.forced_ops"), >, 1000);
+    g_assert_cmpuint(unit_json_uint(out, "ftl.gc_foreground_blocks"), >, 0);
+    g_assert_cmpuint(unit_json_uint(out, "ftl.gc_foreground_blocks"), <=,
+                     unit_json_uint(out, "ftl.gc_blocks"));
+    /* a forced run ends with the erase the program needed: at most one victim per operation */
+    g_assert_cmpuint(unit_json_uint(out, "ftl.gc_foreground_blocks"), <=,
+                     unit_json_uint(out, "sched.forced_ops"));
+    fg = g_strdup_printf("(foreground %" G_GUINT64_FORMAT ")",
+                         unit_json_uint(out, "ftl.gc_foreground_blocks"));
+    g_assert_nonnull(strstr(table, fg));
+    g_free(fg);
+    g_free(table);
+    g_free(out);
+    g_unlink(p);
+    g_free(p);
+    g_rand_free(r);
+    g_string_free(t, TRUE);
+}
+
 /* Tagged mqsim lines reach the engine: with streams=2 each tag's pages are counted on its
  * physical stream (reads carry none); without streams the first tagged write stops the run with
  * the engine's error naming the key; untagged lines replay as before. */
@@ -671,6 +720,7 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/sim/list-keys", test_sim_list_keys);
     g_test_add_func("/trace/sim/unwritten", test_sim_unwritten);
     g_test_add_func("/trace/sim/unwritten-cost", test_sim_unwritten_cost);
+    g_test_add_func("/trace/sim/gc-foreground", test_sim_gc_foreground);
     g_test_add_func("/trace/sim/fill-steady", test_sim_fill_steady);
     g_test_add_func("/trace/sim/saturation", test_sim_saturation);
     g_test_add_func("/trace/sim/steady-writes", test_sim_steady_writes);
