@@ -492,23 +492,26 @@ uint64_t nh_engine_drain(NhEngine *eng, uint64_t now)
 /*
  * The pages of a host read that were never written (nor are in the write buffer): counted,
  * and with unwritten-reads=flash each read from the flash as if the page had been written
- * before: page 0 of the first block of the plane it would be striped to (lpn modulo the
- * planes), which books the die and the channel as a read of a written page would.
+ * before the trace began, in logical order on a new device: at the page the FTL would have put
+ * it (its home hook).  Issued together, as the FTL issues a read's pages, so that reads on
+ * different planes of a die share one tR: a read costs what it would once written.
  */
 static uint64_t unwritten_reads(NhEngine *eng, uint64_t lpn, uint64_t n, uint64_t now)
 {
     uint64_t done = now;
 
+    nh_nand_batch_begin(eng->nand);
     for (uint64_t l = lpn; l < lpn + n; l++) {
         if ((eng->buf && nh_buf_holds_dirty(eng->buf, l)) || eng->ops->is_mapped(eng->ftl, l)) {
             continue;
         }
         eng->stats.host_unwritten_read_pages++;
         if (eng->cfg.unwritten_reads == NH_UNWRITTEN_FLASH) {
-            uint64_t t = nh_nand_read_unwritten(eng->nand, (uint32_t)(l % eng->nand->g.npu), now);
+            uint64_t t = nh_nand_read_unwritten(eng->nand, eng->ops->home(eng->ftl, l), now);
             done = MAX(done, t);
         }
     }
+    nh_nand_batch_end(eng->nand);
     return done;
 }
 

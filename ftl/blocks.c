@@ -167,6 +167,17 @@ uint32_t nh_blocks_gc_page(NhBlocks *b, uint32_t pu, uint32_t front)
     return take_page(b, &b->pu[pu], front);
 }
 
+uint32_t nh_blocks_home(const NhBlocks *b, uint64_t lpn)
+{
+    /* a plane takes a word line (wl pages) before the next plane's turn, as host_page hands
+     * them out; the plane's first block stands for the block the page would be in */
+    uint32_t wl = b->nand->wl;
+    uint64_t unit = lpn / wl;
+    uint32_t page = (uint32_t)((unit / b->npu * wl + lpn % wl) % b->pages);
+
+    return b->order[unit % b->npu] * b->blocks * b->pages + page;
+}
+
 /* ------------------------------------------------------------------ cleaning */
 
 static uint32_t pick_greedy(NhBlocks *b, uint32_t pu)
@@ -287,7 +298,12 @@ static bool gc_step(NhBlocks *b, uint32_t pu, bool foreground)
     }
     relocate(b, blk, &b->st->ftl_gc_page_copies);
     b->st->ftl_gc_blocks++;
-    if (foreground) {
+    if (nh_sched_defers(b->nand->sched)) {
+        /* queued: foreground only if a host program comes to wait for its erase (counted
+         * then, scheduler.h), wherever it was issued from */
+        nh_sched_mark_victim(b->nand->sched, nh_die_of_block(b->nand, blk), blk);
+    } else if (foreground) {
+        /* booked at once, ahead of the host write that needs the free block it makes */
         b->st->ftl_gc_foreground_blocks++;
     }
     static_wl(b, pu);
@@ -488,13 +504,9 @@ bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, 
     b->order = g_new(uint32_t, b->npu);
     b->moves = g_new(NhMove, b->pages);
     for (uint32_t i = 0; i < b->npu; i++) {
-        /* channel changes fastest, then way, die, plane */
-        uint32_t ch = i % g->channels, r = i / g->channels;
-        uint32_t way = r % g->ways, die = (r / g->ways) % g->dies;
-        uint32_t plane = r / g->ways / g->dies;
         NhPlane *p = &b->pu[i];
 
-        b->order[i] = ((ch * g->ways + way) * g->dies + die) * g->planes + plane;
+        b->order[i] = nh_stripe_pu(g, i);
         p->heap = g_new(uint32_t, b->blocks);
         for (uint32_t f = 0; f < NH_MAX_FRONT; f++) {
             p->open[f] = NH_NONE;

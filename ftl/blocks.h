@@ -117,6 +117,11 @@ uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front);
  * plane with room that needs no GC, else in plane @pu, whose reserve covers it. */
 uint32_t nh_blocks_gc_page(NhBlocks *b, uint32_t pu, uint32_t front);
 
+/* Where host pages written in logical order from lpn 0 on a new device would have put page
+ * @lpn (alloc=static's striping, a word line per plane with one-shot): a page of the same
+ * plane and page offset.  The page-mapped FTLs' home hook (ftl.h). */
+uint32_t nh_blocks_home(const NhBlocks *b, uint64_t lpn);
+
 /* Frontier @front's reclaim unit (its open block on every plane): the pages still free in it
  * (the whole unit when the next write opens a new one); and closing it as it is, which returns
  * the pages left unwritten (FDP's Reclaim Unit Handle Update; docs/placement.md). */

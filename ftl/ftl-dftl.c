@@ -329,6 +329,12 @@ static bool dftl_is_mapped(void *opaque, uint64_t lpn)
     return f->l2p[lpn] != 0 || nh_stage_holds(&f->stage, lpn);
 }
 
+static uint32_t dftl_home(void *opaque, uint64_t lpn)
+{
+    Dftl *f = opaque;
+    return nh_blocks_home(&f->b, lpn);
+}
+
 static void dftl_destroy(void *opaque)
 {
     Dftl *f = opaque;
@@ -601,6 +607,7 @@ const NhFtlOps nh_ftl_dftl_ops = {
     .flush = dftl_flush,
     .background = dftl_background,
     .is_mapped = dftl_is_mapped,
+    .home = dftl_home,
     .save = dftl_save,
     .load = dftl_load,
     .check = dftl_check,

@@ -155,6 +155,12 @@ static bool page_is_mapped(void *opaque, uint64_t lpn)
     return f->l2p[lpn] != 0 || staged(f, lpn);
 }
 
+static uint32_t page_home(void *opaque, uint64_t lpn)
+{
+    PageFtl *f = opaque;
+    return nh_blocks_home(&f->b, lpn);
+}
+
 static void page_destroy(void *opaque)
 {
     PageFtl *f = opaque;
@@ -290,6 +296,7 @@ const NhFtlOps nh_ftl_page_ops = {
     .flush = page_flush,
     .background = page_background,
     .is_mapped = page_is_mapped,
+    .home = page_home,
     .save = page_save,
     .load = page_load,
     .check = page_check,

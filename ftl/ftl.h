@@ -74,6 +74,11 @@ typedef struct NhFtlOps {
      * priority requests are outstanding (seed 001's priority-aware cleaning) */
     void (*background)(void *ftl, uint64_t now, bool defer);
     bool (*is_mapped)(void *ftl, uint64_t lpn);
+    /* where writing the logical space in order from its start on a new device would have put
+     * page @lpn: a ppn on its plane at its page offset (any block of the plane: the timing
+     * depends only on die, channel, plane and page).  An unwritten-reads=flash read of a page
+     * never written reads there, so it costs what reading the data once written would. */
+    uint32_t (*home)(void *ftl, uint64_t lpn);
     /* mapping and block state, appended to @out; load applies it to a freshly created FTL on
      * the same geometry (the NAND's erase counts are restored by the engine) */
     void (*save)(void *ftl, GByteArray *out);

@@ -365,6 +365,17 @@ bool hy_is_mapped(void *opaque, uint64_t lpn)
     return h->l2p[lpn] != 0;
 }
 
+uint32_t hy_home(void *opaque, uint64_t lpn)
+{
+    HyFtl *h = opaque;
+    const NhGeometry *g = &h->nand->g;
+
+    /* written in logical order on a new device, logical block n gets the n-th block the free
+     * heap hands out (its spread key stripes them), its page i at page i */
+    return nh_stripe_pu(g, (uint32_t)(hy_lbn(h, lpn) % g->npu)) * g->blocks * g->pages +
+           (uint32_t)(lpn % g->pages);
+}
+
 /* A walk over the block's pages: the ref buffer asks about a few blocks per eviction. */
 bool hy_in_log(void *opaque, uint64_t lbn)
 {
@@ -418,7 +429,6 @@ HyFtl *hy_new(const NhFtlEnv *env, HyPlaceFn place, uint32_t nsets, uint32_t cap
 {
     HyFtl *h = g_new0(HyFtl, 1);
     const NhGeometry *g = &env->nand->g;
-    uint32_t *order;
     uint64_t spare;
 
     h->env = *env;
@@ -452,21 +462,15 @@ HyFtl *hy_new(const NhFtlEnv *env, HyPlaceFn place, uint32_t nsets, uint32_t cap
     }
     h->log_head = h->log_tail = HY_NONE;
     h->rank = g_new(uint32_t, g->npu);
-    order = g_new(uint32_t, g->npu);
     for (uint32_t i = 0; i < g->npu; i++) {
-        /* channel changes fastest, then way, die, plane (as the page FTL stripes) */
-        uint32_t ch = i % g->channels, r = i / g->channels;
-        uint32_t way = r % g->ways, die = (r / g->ways) % g->dies;
-        uint32_t plane = r / g->ways / g->dies;
-        order[i] = ((ch * g->ways + way) * g->dies + die) * g->planes + plane;
-        h->rank[order[i]] = i;
+        h->rank[nh_stripe_pu(g, i)] = i;
     }
     /* Pushed, not laid out in key order: after an unclean restart the FTL is created on the
      * restored erase counts and no load re-heaps them. */
     for (uint64_t i = 0; i < h->nblocks; i++) {
-        heap_push(h, order[i % g->npu] * g->blocks + (uint32_t)(i / g->npu));
+        heap_push(h, nh_stripe_pu(g, (uint32_t)(i % g->npu)) * g->blocks +
+                     (uint32_t)(i / g->npu));
     }
-    g_free(order);
     return h;
 }
 

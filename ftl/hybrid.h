@@ -116,6 +116,7 @@ uint64_t hy_trim(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);
 uint64_t hy_flush(void *ftl, uint64_t now);
 void hy_background(void *ftl, uint64_t now, bool defer);
 bool hy_is_mapped(void *ftl, uint64_t lpn);
+uint32_t hy_home(void *ftl, uint64_t lpn);
 bool hy_in_log(void *ftl, uint64_t lbn);
 
 void hy_save(void *ftl, GByteArray *out);
@@ -158,6 +159,7 @@ static inline bool hy_misplaced(const HyFtl *h, uint64_t lpn, uint32_t ppn)
     .flush = hy_flush,                              \
     .background = hy_background,                    \
     .is_mapped = hy_is_mapped,                      \
+    .home = hy_home,                                \
     .save = hy_save,                                \
     .load = hy_load,                                \
     .check = hy_check,                              \

@@ -368,9 +368,9 @@ uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now)
     return read_page(n, ppn, now, true);
 }
 
-uint64_t nh_nand_read_unwritten(NhNand *n, uint32_t pu, uint64_t now)
+uint64_t nh_nand_read_unwritten(NhNand *n, uint32_t ppn, uint64_t now)
 {
-    return read_page(n, pu * n->g.blocks * n->g.pages, now, false);
+    return read_page(n, ppn, now, false);
 }
 
 uint64_t nh_nand_busy_until(const NhNand *n)

@@ -134,10 +134,22 @@ static inline uint32_t nh_channel_of_block(const NhNand *n, uint32_t blk)
     return blk / (n->g.blocks * n->g.planes * n->g.dies * n->g.ways);
 }
 
+/* Plane @i of the write striping order: channel changes fastest, then way, die and plane, so
+ * consecutive pages land on different buses (the page-mapped FTLs' pages, the hybrids' blocks). */
+static inline uint32_t nh_stripe_pu(const NhGeometry *g, uint32_t i)
+{
+    uint32_t ch = i % g->channels, r = i / g->channels;
+    uint32_t way = r % g->ways, die = (r / g->ways) % g->dies;
+    uint32_t plane = r / g->ways / g->dies;
+
+    return ((ch * g->ways + way) * g->dies + die) * g->planes + plane;
+}
+
 uint64_t nh_nand_read(NhNand *n, uint32_t ppn, uint64_t now);
-/* The time and counts of a page read on plane @pu for data the model never wrote (written
- * before the device's history began: unwritten-reads=flash); no discipline check. */
-uint64_t nh_nand_read_unwritten(NhNand *n, uint32_t pu, uint64_t now);
+/* The time and counts of a read of page @ppn for data the model never wrote (written before
+ * the device's history began: unwritten-reads=flash, at the page the FTL's home hook names);
+ * no discipline check.  In a batch it joins a multi-plane read as nh_nand_read does. */
+uint64_t nh_nand_read_unwritten(NhNand *n, uint32_t ppn, uint64_t now);
 /* When every die and channel is done with what is booked on it. */
 uint64_t nh_nand_busy_until(const NhNand *n);
 uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now);

@@ -49,6 +49,7 @@ const NhStat nh_sched_counters[] = {
 typedef struct Queued {
     NhFlashOp op;
     uint64_t  issued;       /* it cannot start before the request that issued it arrived */
+    bool      victim;       /* an erase reclaiming a GC victim (nh_sched_mark_victim) */
 } Queued;
 
 /* A die's queue: a ring that doubles when full.  A GArray cost a third of queueing an
@@ -161,7 +162,7 @@ static Queued *oldest(const NhSched *s, uint32_t die)
 void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
 {
     DieQueue *q = &s->q[die];
-    Queued e = { op, now };
+    Queued e = { op, now, false };
 
     if (q->len == q->cap) {
         uint32_t cap = q->cap ? 2 * q->cap : 64;
@@ -194,11 +195,13 @@ static uint64_t next_start(const NhSched *s, const NhNand *n, uint32_t die)
     return MAX(n->die_free[die], oldest(s, die)->issued);
 }
 
-/* Run die @die's oldest queued operation from when it can start. */
-static void run_next(NhSched *s, NhNand *n, uint32_t die)
+/* Run die @die's oldest queued operation from when it can start; true if it was the erase of
+ * a GC victim. */
+static bool run_next(NhSched *s, NhNand *n, uint32_t die)
 {
     Running *r = &s->run[die];
     NhFlashOp op;
+    bool victim = oldest(s, die)->victim;
 
     r->start = next_start(s, n, die);
     op = oldest(s, die)->op;
@@ -212,6 +215,7 @@ static void run_next(NhSched *s, NhNand *n, uint32_t die)
     }
     s->queued--;
     s->load.owed[die] -= s->op_ns[op.kind];
+    return victim;
 }
 
 void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
@@ -248,8 +252,18 @@ void nh_sched_wait_erase(NhSched *s, NhNand *n, uint32_t die, uint32_t blk)
 {
     while (s->load.erases[blk]) {
         g_assert(has_queued(s, die));
-        run_next(s, n, die);
+        n->stats->ftl_gc_foreground_blocks += run_next(s, n, die);
         s->ctr[NH_SC_FORCED_OPS]++;
+    }
+}
+
+void nh_sched_mark_victim(NhSched *s, uint32_t die, uint32_t blk)
+{
+    DieQueue *q = &s->q[die];
+    Queued *last = q->len ? &q->ops[(q->head + q->len - 1) & (q->cap - 1)] : NULL;
+
+    if (last && last->op.kind == NH_FOP_ERASE && last->op.addr == blk) {
+        last->victim = true;
     }
 }
 

@@ -18,7 +18,9 @@
  *    unchanged.  GC reads are not suspended (they are short).
  *  - Foreground GC: a host program into a block whose erase is still queued runs that die's
  *    queue up to the erase first, so when the free blocks really run out (the FTL's critical
- *    watermark) the host waits for GC, as on a real device.
+ *    watermark) the host waits for GC, as on a real device.  Those are the victims counted as
+ *    foreground (ftl.gc_foreground_blocks): where the FTL issued them (background or at its
+ *    critical watermark) does not say whether a host waited.
  *  - What is not reordered: host operations among themselves stay first come first served,
  *    because the engine reports a request's completion time when it arrives (engine.h), so a
  *    host program in progress is never suspended and a later read does not overtake an
@@ -82,8 +84,13 @@ bool nh_sched_defers(const NhSched *s);
 void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now);
 /* Start what the dies' idle time before @t allows (UINT64_MAX: everything queued). */
 void nh_sched_advance(NhSched *s, struct NhNand *n, uint64_t t);
-/* Before a host program into block @blk on die @die: run the die's queue through its erase. */
+/* Before a host program into block @blk on die @die: run the die's queue through its erase.
+ * Each GC victim erased in that run was reclaimed while the host waited: it is counted in
+ * ftl.gc_foreground_blocks. */
 void nh_sched_wait_erase(NhSched *s, struct NhNand *n, uint32_t die, uint32_t blk);
+/* The erase of block @blk on die @die, if it is the operation last queued there, reclaims a GC
+ * victim (not a block wear levelling emptied); nothing when it was not queued. */
+void nh_sched_mark_victim(NhSched *s, uint32_t die, uint32_t blk);
 /* A host read of @ppn on die @die at @now, if it suspends a GC operation: true, and *done is
  * when its data is out; false when the die is not in a suspendable GC operation. */
 bool nh_sched_suspend(NhSched *s, struct NhNand *n, uint32_t die, uint32_t ppn, uint64_t now,

@@ -4,6 +4,7 @@
  * gzipped traces. */
 #include "trace-util.h"
 
+#include <math.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -393,6 +394,123 @@ static void test_sim_unwritten(void)
     g_free(p);
 }
 
+/* The read mean of mqsim trace @body, and of the same trace after a sequential write of its
+ * first @region bytes 10 s before it (the data written first, in logical order). */
+static void read_means(const char *body, uint64_t region, const char *dev, double mean[2])
+{
+    GString *t = g_string_new(NULL);
+    char *args[] = { "--trace", NULL, "--format", "mqsim", "--json", "--device", (char *)dev,
+                     NULL };
+    int status;
+
+    for (int w = 0; w < 2; w++) {
+        char *p, *out, *errs = NULL;
+
+        g_string_truncate(t, 0);
+        for (uint64_t off = 0; w && off < region; off += 131072) {
+            g_string_append_printf(t, "%" G_GUINT64_FORMAT " 0 %" G_GUINT64_FORMAT " 256 0\n",
+                                   off / 131072 * 1000000, off / 512);
+        }
+        g_string_append(t, body);
+        p = write_tmp(t->str);
+        args[1] = p;
+        out = run_sim(args, &status, &errs);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        g_assert_cmpuint(unit_json_uint(out, "host.unwritten_read_pages") != 0, ==, !w);
+        mean[w] = unit_json_number(out, "latency_ns.read.mean");
+        g_free(out);
+        g_free(errs);
+        g_unlink(p);
+        g_free(p);
+    }
+    g_string_free(t, TRUE);
+}
+
+/*
+ * With unwritten-reads=flash an unwritten page is read where writing the space in logical
+ * order would have put it, so a read costs what it does once the data is written: a single
+ * 16 KiB read (on the default 8 channels x 4 ways; and on 2 channels of one die with 2 planes,
+ * where its pages share a multi-plane read), and the read mean of a read-mostly random trace
+ * within 5%.  Reading page 0 of plane lpn % planes, one page at a time, put a read's pages on
+ * one channel (or one die): 45.5 us against 30.1 us on the default geometry, 60.2 against
+ * 35.2 us on the two-plane one, and the trace's mean 54.5 against 43.7 us.
+ */
+static void test_sim_unwritten_cost(void)
+{
+    static const char *const dev[] = { "", "channels=2,ways=1,dies=1,planes=2" };
+    GString *t = g_string_new(NULL);
+    GRand *r = g_rand_new_with_seed(5);
+    double mean[2];
+
+    for (size_t i = 0; i < G_N_ELEMENTS(dev); i++) {
+        read_means("10000000000 0 64 32 1\n", 1 << 20, dev[i], mean);
+        g_test_message("16 KiB read on '%s': unwritten %.0f ns, written %.0f ns", dev[i],
+                       mean[0], mean[1]);
+        g_assert_cmpfloat(mean[0], ==, mean[1]);
+    }
+    /* 5,000 requests 20 us apart, 90% reads, of 4-16 KiB anywhere in the first 64 MiB */
+    for (int i = 0; i < 5000; i++) {
+        g_string_append_printf(t, "%" G_GUINT64_FORMAT " 0 %u %u %d\n",
+                               (uint64_t)10000000000 + (uint64_t)i * 20000,
+                               g_rand_int_range(r, 0, 16384 - 4) * 8,
+                               g_rand_int_range(r, 1, 5) * 8, g_rand_int_range(r, 0, 10) < 9);
+    }
+    read_means(t->str, 64 << 20, "", mean);
+    g_test_message("random trace: read mean unwritten %.0f ns, written %.0f ns", mean[0], mean[1]);
+    g_assert_cmpfloat(fabs(mean[0] - mean[1]), <=, 0.05 * mean[1]);
+    g_rand_free(r);
+    g_string_free(t, TRUE);
+}
+
+/*
+ * ftl.gc_foreground_blocks counts the GC victims a host waited for.  Under sched=prio (the
+ * default) that is a victim whose erase a host program forced (sched.forced_ops counts the
+ * operations of those runs), wherever the FTL issued it; the table's "(foreground N)" shows
+ * the key.  Counting the victims issued at gc-critical instead showed "(foreground 0)" here
+ * while 34,579 GC operations were forced on waiting writes; now 338 of the 845 victims.
+ */
+static void test_sim_gc_foreground(void)
+{
+    GString *t = g_string_new(NULL);
+    GRand *r = g_rand_new_with_seed(17);
+    char *args[] = { "--trace", NULL, "--format", "mqsim", "--fill", "1", "--capacity", "64M",
+                     "--qd", "32", "--device", "channels=4,ways=1,pages=64", "--json", NULL };
+    char *out, *table, *p, *fg;
+    int status;
+
+    for (int i = 0; i < 10000; i++) {
+        g_string_append_printf(t, "0 0 %u 8 0\n", g_rand_int_range(r, 0, 16384) * 8);
+    }
+    p = write_tmp(t->str);
+    args[1] = p;
+    out = run_sim(args, &status, NULL);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    args[G_N_ELEMENTS(args) - 2] = NULL;
+    table = run_sim(args, &status, NULL);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_test_message("forced ops %" G_GUINT64_FORMAT ", foreground victims %" G_GUINT64_FORMAT
+                   " of %" G_GUINT64_FORMAT, unit_json_uint(out, "sched.forced_ops"),
+                   unit_json_uint(out, "ftl.gc_foreground_blocks"),
+                   unit_json_uint(out, "ftl.gc_blocks"));
+    g_assert_cmpuint(unit_json_uint(out, "sched.forced_ops"), >, 1000);
+    g_assert_cmpuint(unit_json_uint(out, "ftl.gc_foreground_blocks"), >, 0);
+    g_assert_cmpuint(unit_json_uint(out, "ftl.gc_foreground_blocks"), <=,
+                     unit_json_uint(out, "ftl.gc_blocks"));
+    /* a forced run ends with the erase the program needed: at most one victim per operation */
+    g_assert_cmpuint(unit_json_uint(out, "ftl.gc_foreground_blocks"), <=,
+                     unit_json_uint(out, "sched.forced_ops"));
+    fg = g_strdup_printf("(foreground %" G_GUINT64_FORMAT ")",
+                         unit_json_uint(out, "ftl.gc_foreground_blocks"));
+    g_assert_nonnull(strstr(table, fg));
+    g_free(fg);
+    g_free(table);
+    g_free(out);
+    g_unlink(p);
+    g_free(p);
+    g_rand_free(r);
+    g_string_free(t, TRUE);
+}
+
 /* Tagged mqsim lines reach the engine: with streams=2 each tag's pages are counted on its
  * physical stream (reads carry none); without streams the first tagged write stops the run with
  * the engine's error naming the key; untagged lines replay as before. */
@@ -702,6 +820,8 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/sim/time-limit", test_sim_time_limit);
     g_test_add_func("/trace/sim/list-keys", test_sim_list_keys);
     g_test_add_func("/trace/sim/unwritten", test_sim_unwritten);
+    g_test_add_func("/trace/sim/unwritten-cost", test_sim_unwritten_cost);
+    g_test_add_func("/trace/sim/gc-foreground", test_sim_gc_foreground);
     g_test_add_func("/trace/sim/fill-steady", test_sim_fill_steady);
     g_test_add_func("/trace/sim/saturation", test_sim_saturation);
     g_test_add_func("/trace/sim/steady-writes", test_sim_steady_writes);
