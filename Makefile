@@ -9,6 +9,7 @@
 #   make check-slow long soak tests and benchmarks (not part of check)
 #   make powercut   power-cut campaign, POWERCUT_ROUNDS rounds (scripts/powercut-campaign)
 #   make dblog-powercut  power cuts under the databases logging on the window, DBLOG_CUTS cuts
+#   make crashpoints  a power cut at every device event of three qtest workloads (scripts/crashpoints)
 #   make soak       hours of mixed work at 95% full with checks, SOAK_MINUTES (scripts/soak)
 #   make fuzz       fuzzing build (clang, libFuzzer, ASan, UBSan) in build/fuzz and a campaign of
 #                   FUZZ_SECONDS per configuration (scripts/fuzz-build, scripts/fuzz)
@@ -19,7 +20,7 @@ export CCACHE_NOHASHDIR := 1
 export CCACHE_BASEDIR := $(CURDIR)
 MESON      := $(BUILD)/venv/bin/meson
 
-.PHONY: soak fuzz powercut dblog-powercut all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
+.PHONY: soak fuzz powercut dblog-powercut crashpoints all sim guest demo check check-unit check-qtest check-scripts check-guest check-slow bench clean
 
 all: $(BUILD)/.configured
 	ninja -C $(BUILD)
@@ -75,6 +76,17 @@ powercut: all
 	guest-images/build
 	scripts/powercut-campaign $(POWERCUT_ROUNDS) --dir $(BUILD)/powercut \
 	    --json $(BUILD)/powercut.json $(POWERCUT_ARGS)
+
+# Crash points (docs/powercut.md "Crash points"): the power cut at every event of the block
+# workloads (volatile and capacitor-backed buffer) and the window workload, each restart judged;
+# CRASHPOINTS_JOBS points at once.  The summary line and $(BUILD)/crashpoints.json;
+# CRASHPOINTS_ARGS passes more options (--points N, --workload W, --seeds S, --verbose, ...).
+# make check runs a sample of it (tests/qtest/test_crashpoints.py).
+CRASHPOINTS_JOBS ?= 2
+CRASHPOINTS_ARGS ?=
+crashpoints: all
+	scripts/crashpoints --jobs $(CRASHPOINTS_JOBS) --dir $(BUILD)/crashpoints \
+	    --json $(BUILD)/crashpoints.json $(CRASHPOINTS_ARGS)
 
 # Power cuts under PostgreSQL, Redis and RocksDB logging on the BAR1 window (scripts/dblog-powercut;
 # about 50 s a cut under TCG, each cut under all three engines): the summary line and

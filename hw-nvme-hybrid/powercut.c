@@ -47,10 +47,16 @@ static void G_NORETURN nhc_power_fail(NhcCtrl *n, const char *why)
     n->power_cut = true;
     /* The vCPUs stop first: a store into the window (guest RAM to TCG, taken without the BQL)
      * while the dump computes its checksum would leave a file that does not match it, and the
-     * next start would discard the whole window.  From a vCPU thread (a crash point in an MMIO
-     * write) this stops that vCPU too.  The device's own DMA into the window cannot race the
-     * dump: it goes through a buffer copied in under the BQL (bar-pm.c, io-cmd.c). */
-    pause_all_vcpus();
+     * next start would discard the whole window.  The device's own DMA into the window cannot
+     * race the dump: it goes through a buffer copied in under the BQL (bar-pm.c, io-cmd.c).
+     * Where no vCPU can run meanwhile there is nothing to stop, and stopping would hang: it
+     * disables the virtual clock, which waits for that clock's timers to finish, and a crash
+     * point may be inside one (a completion at its modeled time).  Under qtest the vCPUs never
+     * run; under -icount they all run in one thread, which also runs the virtual timers, so a
+     * crash point in that thread has them all stopped already. */
+    if (!qtest_enabled() && !(icount_enabled() && qemu_in_vcpu_thread())) {
+        pause_all_vcpus();
+    }
     nhc_state_power_loss(n);
     nhc_ba_power_loss(n);
     error_report("nvme-hybrid: power cut (%s)%s; QEMU stops", why,
