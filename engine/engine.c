@@ -548,13 +548,19 @@ uint64_t nh_engine_finish(NhEngine *eng, uint64_t now)
     uint64_t t = eng->buf ? nh_buf_destage_all(eng->buf, now) : now;
     uint64_t tf = eng->ops->flush(eng->ftl, now);   /* once: MAX() evaluates twice */
 
-    t = MAX(t, tf);
+    /* the GC the scheduler still holds was counted when issued (programs, erases, waf): its
+     * time is the device's too, so it runs now, as on a device that idles or powers off
+     * cleanly, and the drain lasts until every die and bus is done */
+    nh_nand_advance(eng->nand, UINT64_MAX);
+    t = MAX(MAX(t, tf), nh_nand_busy_until(eng->nand));
 
     s->drain_destage_pages += s->buf_destage_pages - before.buf_destage_pages;
     s->drain_page_programs += s->nand_page_programs - before.nand_page_programs;
     s->drain_block_erases += s->nand_block_erases - before.nand_block_erases;
     s->drain_gc_page_copies += s->ftl_gc_page_copies - before.ftl_gc_page_copies;
     s->drain_time_ns += t - now;
+    s->drain_die_busy_ns += s->nand_die_busy_ns - before.nand_die_busy_ns;
+    s->drain_channel_busy_ns += s->nand_channel_busy_ns - before.nand_channel_busy_ns;
     return t;
 }
 

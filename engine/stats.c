@@ -108,22 +108,24 @@ static uint64_t sched_queued(const Ctx *c)
     return nh_sched_queued(c->nand->sched);
 }
 
-/* Busy time over the run's span and its drain, per die or channel: at saturation near 1 with
- * and without GC when scheduling is work-conserving. */
+/* Busy time over the span the host saw, per die or channel, what the end-of-run drain booked
+ * (the buffer's last contents, the GC still queued) left out: at saturation near 1 with and
+ * without GC when scheduling is work-conserving, however much GC a short run leaves behind. */
 static double utilisation(const Ctx *c, uint64_t busy, uint64_t units)
 {
-    uint64_t span = run_duration(c) + c->s->drain_time_ns;
+    uint64_t span = run_duration(c);
     return span ? (double)busy / ((double)span * (double)units) : 0.0;
 }
 
 static double die_utilisation(const Ctx *c)
 {
-    return utilisation(c, c->s->nand_die_busy_ns, c->nand->g.ndies);
+    return utilisation(c, c->s->nand_die_busy_ns - c->s->drain_die_busy_ns, c->nand->g.ndies);
 }
 
 static double channel_utilisation(const Ctx *c)
 {
-    return utilisation(c, c->s->nand_channel_busy_ns, c->nand->g.channels);
+    return utilisation(c, c->s->nand_channel_busy_ns - c->s->drain_channel_busy_ns,
+                       c->nand->g.channels);
 }
 
 /* beyond the plane's share of the logical space, as blocks=auto counts them */
@@ -189,6 +191,8 @@ static const NhStatsEntry memory_stats[] = {
     { "drain.block_erases", C(drain_block_erases) },
     { "drain.gc_page_copies", C(drain_gc_page_copies) },
     { "drain.time_ns", C(drain_time_ns) },
+    { "drain.die_busy_ns", C(drain_die_busy_ns) },
+    { "drain.channel_busy_ns", C(drain_channel_busy_ns) },
     { "wear.erase_min", D(wear_min) },
     { "wear.erase_max", D(wear_max) },
     { "wear.erase_mean", DF(wear_mean) },

@@ -78,6 +78,8 @@ typedef struct NhStats {
     uint64_t drain_block_erases;        /* drain.block_erases */
     uint64_t drain_gc_page_copies;      /* drain.gc_page_copies */
     uint64_t drain_time_ns;             /* drain.time_ns */
+    uint64_t drain_die_busy_ns;         /* drain.die_busy_ns */
+    uint64_t drain_channel_busy_ns;     /* drain.channel_busy_ns */
     /* how the device was conditioned (nh_engine_set_conditioning) */
     uint64_t cond_fill_bytes;           /* conditioning.fill_bytes */
     uint64_t cond_seq_writes;           /* conditioning.seq_writes */

@@ -131,9 +131,11 @@ uint64_t nh_engine_drain(NhEngine *eng, uint64_t now);
  * shutdown): nh_engine_drain(), but a durable write buffer is destaged too, as a real one is
  * written to flash when power goes off cleanly; what it cost is counted both in the ordinary
  * counters (so waf covers every page the host wrote) and on its own under drain.* in the
- * statistics.  Front ends call it before a clean nh_engine_save(), which refuses to save while
- * the write buffer holds dirty pages (the image's mapping would not have them).  Returns when
- * the drain completes.
+ * statistics.  The GC operations the scheduler still holds (sched.queued_ops, counted when
+ * issued) run too, so that their die time is in nand.die_busy_ns: none is left queued.  Front
+ * ends call it before a clean nh_engine_save(), which refuses to save while the write buffer
+ * holds dirty pages (the image's mapping would not have them).  Returns when the drain and
+ * that GC complete (every die and channel done).
  */
 uint64_t nh_engine_finish(NhEngine *eng, uint64_t now);
 
