@@ -20,9 +20,11 @@ What is compared, and why it can be exact:
   with latency=zero (the engine still models and counts everything, the
   device just completes at once), only to keep the boot short.
 - latency_ns.*, nand.die_busy_ns and nand.channel_busy_ns (a read that
-  suspends garbage collection adds the suspension) and sched.* (what the
-  flash scheduler ran in idle time) are not compared: they depend on when
-  requests arrive.  The flash work itself does not: the scheduler decides
+  suspends garbage collection adds the suspension), sched.* (what the
+  flash scheduler ran in idle time) and ftl.gc_foreground_blocks (the GC
+  victims whose erase a host program had to wait for, under sched=prio the
+  ones the scheduler had not yet run in idle time) are not compared: they
+  depend on when requests arrive.  The flash work itself does not: the scheduler decides
   when an operation runs, never whether.
 
 What could differ, and how it is handled:
@@ -158,7 +160,8 @@ def comparable(doc, base=None):
     d = delta(doc, base) if base else counters(doc)
     out = {k: v for k, v in d.items()
            if k.split(".")[0] in ("host", "nand", "ftl", "buffer", "cache")
-           and k not in ("host.flush_cmds", "nand.die_busy_ns", "nand.channel_busy_ns")}
+           and k not in ("host.flush_cmds", "nand.die_busy_ns", "nand.channel_busy_ns",
+                         "ftl.gc_foreground_blocks")}
     for k in ("erase_min", "erase_max", "erase_mean"):
         out["wear." + k] = doc["wear"][k]
     out["waf"] = doc["waf"]
