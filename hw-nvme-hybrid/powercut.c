@@ -22,6 +22,7 @@
 #include "qapi/visitor.h"
 #include "system/cpus.h"
 #include "system/qtest.h"
+#include <json-glib/json-glib.h>
 
 #include "nvme-hybrid.h"
 #include "trace.h"
@@ -108,15 +109,20 @@ static void nhc_get_x_events(Object *obj, Visitor *v, const char *name, void *op
                              Error **errp)
 {
     NhcCtrl *n = NVME_HYBRID(obj);
-    g_autoptr(GString) s = g_string_new(NULL);
-    char *json;
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonNode) root = NULL;
+    g_autofree char *json = NULL;
 
-    g_string_printf(s, "{\"total\": %" PRIu64, n->events_seen);
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "total");
+    json_builder_add_int_value(b, n->events_seen);
     for (int i = 0; i < NHC_EV__MAX; i++) {
-        g_string_append_printf(s, ", \"%s\": %" PRIu64, nhc_event_names[i], n->event_counts[i]);
+        json_builder_set_member_name(b, nhc_event_names[i]);
+        json_builder_add_int_value(b, n->event_counts[i]);
     }
-    g_string_append_c(s, '}');
-    json = s->str;
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    json = json_to_string(root, FALSE);
     visit_type_str(v, name, &json, errp);
 }
 

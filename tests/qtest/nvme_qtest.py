@@ -452,6 +452,26 @@ def sqe(opcode, nsid=0, prp1=0, prp2=0, cdw2=0, cdw3=0, mptr=0, flags=0,
                        mptr, prp1, prp2, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15)
 
 
+def submit_together(c, q, cmds):
+    """Place all `cmds` in q's SQ and ring the tail doorbell once."""
+    cids = []
+    for cmd in cmds:
+        cmd = bytearray(cmd)
+        q.next_cid = q.next_cid % 0xFFFE + 1
+        struct.pack_into("<H", cmd, 2, q.next_cid)
+        cids.append(q.next_cid)
+        c.qt.memwrite(q.sq_addr + q.tail * SQE_SIZE, cmd)
+        q.tail = (q.tail + 1) % q.sq_size
+    c.wr32(c.sq_doorbell(q.qid), q.tail)
+    return cids
+
+
+def ba_pin_cmd(eid, off, slba, nlb):
+    """BA_PIN (vendor admin C0h): window offset @off, LBAs [slba, slba + nlb), entry @eid."""
+    return sqe(0xC0, cdw10=eid, cdw11=off, cdw12=slba & 0xFFFFFFFF, cdw13=slba >> 32,
+               cdw14=nlb)
+
+
 class CompletionQueue:
     """A CQ as the host sees it: where the next entry lands and its phase."""
 

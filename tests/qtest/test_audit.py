@@ -68,20 +68,6 @@ def survives(vm, c, ioq=None):
     assert cqe.ok and back == data
 
 
-def submit_together(c, q, cmds):
-    """Place all `cmds` in q's SQ and ring the tail doorbell once."""
-    cids = []
-    for cmd in cmds:
-        cmd = bytearray(cmd)
-        q.next_cid = q.next_cid % 0xFFFE + 1
-        struct.pack_into("<H", cmd, 2, q.next_cid)
-        cids.append(q.next_cid)
-        c.qt.memwrite(q.sq_addr + q.tail * nq.SQE_SIZE, cmd)
-        q.tail = (q.tail + 1) % q.sq_size
-    c.wr32(c.sq_doorbell(q.qid), q.tail)
-    return cids
-
-
 def reopen_sq(c, q, cids):
     """Delete I/O SQ `q` and create it again on the same CQ.  Completions
     posted before the delete took effect stay in the CQ (latency=zero lets
@@ -104,11 +90,6 @@ def identify_cmd(c):
     return nq.sqe(nq.ADM_IDENTIFY, prp1=c.dma_buffer(nq.PAGE), cdw10=nq.CNS_CTRL)
 
 
-def pin_cmd(eid, off, slba, nlb):
-    return nq.sqe(BA_PIN, cdw10=eid, cdw11=off, cdw12=slba & 0xFFFFFFFF, cdw13=slba >> 32,
-                  cdw14=nlb)
-
-
 def rw_cmd(opcode, slba, nlb, prp1, prp2=0):
     return nq.sqe(opcode, nsid=1, prp1=prp1, prp2=prp2, cdw10=slba & 0xFFFFFFFF,
                   cdw11=slba >> 32, cdw12=nlb - 1)
@@ -126,13 +107,13 @@ def test_backend_io_between_identifies(make, middle):
     q = c.create_io_queue(1, 16)
     assert c.write(q, 64, b"\x33" * 8192).ok        # something for the flush to do
     if middle == "sync":
-        assert c.admin_cmd(pin_cmd(0, 0, 64, 16)).ok
+        assert c.admin_cmd(nq.ba_pin_cmd(0, 0, 64, 16)).ok
         cmd = nq.sqe(BA_SYNC, cdw10=0)
     elif middle == "pin":
-        cmd = pin_cmd(0, 0, 64, 16)
+        cmd = nq.ba_pin_cmd(0, 0, 64, 16)
     else:
         cmd = nq.sqe(nq.ADM_SET_FEATURES, cdw10=nq.FEAT_VWC, cdw11=0)
-    cids = submit_together(c, c.admin, [identify_cmd(c), cmd, identify_cmd(c)])
+    cids = nq.submit_together(c, c.admin, [identify_cmd(c), cmd, identify_cmd(c)])
     for cid in cids:
         cqe = c.wait(c.admin, cid)
         assert cqe.ok, cqe
@@ -184,7 +165,7 @@ def test_delete_sq_with_many_writes_in_flight(make):
     prp_list = c.vm.alloc(nq.PAGE)
     c.qt.memwrite(prp_list, struct.pack("<127Q", *(buf + (i + 1) * nq.PAGE
                                                    for i in range(127))))
-    cids = submit_together(c, q, [rw_cmd(nq.IO_WRITE, i * 1024, 1024, buf, prp_list)
+    cids = nq.submit_together(c, q, [rw_cmd(nq.IO_WRITE, i * 1024, 1024, buf, prp_list)
                                   for i in range(63)])
     survives(vm, c, reopen_sq(c, q, cids))
 
@@ -196,7 +177,7 @@ def test_delete_sq_posts_no_completions(make):
     vm, c = make()
     q = c.create_io_queue(1, 64)
     buf = c.dma_buffer(64 << 10)
-    submit_together(c, q, [rw_cmd(nq.IO_WRITE, i * 128, 128, buf, c.prps(buf, 64 << 10)[1])
+    nq.submit_together(c, q, [rw_cmd(nq.IO_WRITE, i * 128, 128, buf, c.prps(buf, 64 << 10)[1])
                            for i in range(32)])
     assert c.delete_sq(1).ok
     c.qt.clock_step(50_000_000)
@@ -441,9 +422,9 @@ def test_pin_waits_for_writes_in_flight(make):
     data = bytes((i * 13 + 7) & 0xFF for i in range(size))
     buf = c.dma_buffer(size, data)
     prp2 = c.prps(buf, size)[1]
-    writes = submit_together(c, q, [rw_cmd(nq.IO_WRITE, i * 1024, 1024, buf, prp2)
+    writes = nq.submit_together(c, q, [rw_cmd(nq.IO_WRITE, i * 1024, 1024, buf, prp2)
                                     for i in range(16)])
-    pin = c.submit(c.admin, pin_cmd(0, 0, 15 * 1024, 1024))
+    pin = c.submit(c.admin, nq.ba_pin_cmd(0, 0, 15 * 1024, 1024))
     assert c.wait(c.admin, pin).ok
     for cid in writes:
         assert c.wait(q, cid).ok
@@ -462,10 +443,10 @@ def test_sync_and_flush_of_one_entry_in_order(make):
     LBAs hold the window's bytes."""
     vm, c = make()
     c.wr32(REG_PMRCTL, 1)
-    assert c.admin_cmd(pin_cmd(3, 8192, 300, 8)).ok
+    assert c.admin_cmd(nq.ba_pin_cmd(3, 8192, 300, 8)).ok
     bar1 = c.bars[1][0]
     c.qt.memwrite(bar1 + 8192, b"\x42" * 4096)
-    cids = submit_together(c, c.admin, [nq.sqe(BA_SYNC, cdw10=3), nq.sqe(BA_FLUSH, cdw10=3),
+    cids = nq.submit_together(c, c.admin, [nq.sqe(BA_SYNC, cdw10=3), nq.sqe(BA_FLUSH, cdw10=3),
                                         nq.sqe(BA_SYNC, cdw10=3)])
     assert c.wait(c.admin, cids[0]).ok
     assert c.wait(c.admin, cids[1]).ok
@@ -491,10 +472,10 @@ def test_a_full_admin_queue_of_syncs_of_two_entries(make):
     c.enable(admin_entries=1024)
     c.wr32(REG_PMRCTL, 1)
     for e in (0, 1):
-        assert c.admin_cmd(pin_cmd(e, e * nq.PAGE, 64 + e * 8, 8)).ok
+        assert c.admin_cmd(nq.ba_pin_cmd(e, e * nq.PAGE, 64 + e * 8, 8)).ok
         c.qt.memwrite(c.bars[1][0] + e * nq.PAGE, bytes([0x5a + e]) * nq.PAGE)
     cmds = {e: [nq.sqe(BA_SYNC, cdw10=e)] * 510 + [nq.sqe(BA_FLUSH, cdw10=e)] for e in (0, 1)}
-    cids = {e: submit_together(c, c.admin, cmds[e]) for e in (0, 1)}
+    cids = {e: nq.submit_together(c, c.admin, cmds[e]) for e in (0, 1)}
     order, idle = [], 0
     while len(order) < 1022:
         cqe = c.poll(c.admin.cq)
@@ -530,11 +511,11 @@ def test_pins_waiting_behind_full_io_queues(make):
     queues = [c.create_io_queue(qid, 1024) for qid in range(1, 5)]
 
     def round_of_work():
-        writes = [(q, submit_together(c, q, [rw_cmd(nq.IO_WRITE, i % 64, 1, buf)
+        writes = [(q, nq.submit_together(c, q, [rw_cmd(nq.IO_WRITE, i % 64, 1, buf)
                                              for i in range(1023)])) for q in queues]
-        pins = submit_together(c, c.admin, [pin_cmd(e, e * nq.PAGE, e * 8, 8)
+        pins = nq.submit_together(c, c.admin, [nq.ba_pin_cmd(e, e * nq.PAGE, e * 8, 8)
                                             for e in range(8)])
-        syncs = submit_together(c, c.admin, [nq.sqe(BA_SYNC, cdw10=e % 8)
+        syncs = nq.submit_together(c, c.admin, [nq.sqe(BA_SYNC, cdw10=e % 8)
                                              for e in range(1000)])
         return writes, pins, syncs
 
@@ -585,9 +566,9 @@ def test_teardown_with_random_work_in_flight(make, seed):
                                    cdw11=4))
             else:
                 cmds.append(nq.sqe(nq.IO_FLUSH, nsid=1))
-        submit_together(c, q, cmds)
+        nq.submit_together(c, q, cmds)
         eid = round_ % 8
-        submit_together(c, c.admin, [pin_cmd(eid, eid * 65536, r.randrange(0, 100_000), 16),
+        nq.submit_together(c, c.admin, [nq.ba_pin_cmd(eid, eid * 65536, r.randrange(0, 100_000), 16),
                                      nq.sqe(BA_SYNC, cdw10=eid), nq.sqe(BA_FLUSH, cdw10=eid)])
         for _ in range(r.randrange(0, 4)):
             c.qt.clock_step(r.choice((1_000, 50_000, 1_000_000)))

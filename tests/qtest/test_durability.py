@@ -56,25 +56,6 @@ def make(qemu_binary):
         vm.close()
 
 
-def submit_together(c, q, cmds):
-    """Place all `cmds` in q's SQ and ring the tail doorbell once."""
-    cids = []
-    for cmd in cmds:
-        cmd = bytearray(cmd)
-        q.next_cid = q.next_cid % 0xFFFE + 1
-        struct.pack_into("<H", cmd, 2, q.next_cid)
-        cids.append(q.next_cid)
-        c.qt.memwrite(q.sq_addr + q.tail * nq.SQE_SIZE, cmd)
-        q.tail = (q.tail + 1) % q.sq_size
-    c.wr32(c.sq_doorbell(q.qid), q.tail)
-    return cids
-
-
-def pin_cmd(eid, off, slba, nlb):
-    return nq.sqe(BA_PIN, cdw10=eid, cdw11=off, cdw12=slba & 0xFFFFFFFF, cdw13=slba >> 32,
-                  cdw14=nlb)
-
-
 def alive(vm):
     assert vm.alive(), f"QEMU died or hangs:\n{vm.stderr_text()}"
 
@@ -104,7 +85,7 @@ def chain_setup(c):
     assert c.write(q, 0, b"\x5a" * 4096).ok
     for lba in (5000 * 8, 6000 * 8, 7000 * 8):
         assert c.read(q, lba, 8)[0].ok
-    aers = submit_together(c, c.admin, [nq.sqe(nq.ADM_ASYNC_EVENT)] * 4)
+    aers = nq.submit_together(c, c.admin, [nq.sqe(nq.ADM_ASYNC_EVENT)] * 4)
     return q, aers
 
 
@@ -127,9 +108,9 @@ def test_completion_does_not_fetch_a_delete_of_its_own_queue(perturb, make):
     request array the deallocation's completion was still using."""
     vm, c = make(CHAIN, admin_entries=5)
     q, _ = chain_setup(c)
-    [dsm] = submit_together(c, q, [chain_dsm(c)])
-    [pin] = submit_together(c, c.admin, [pin_cmd(0, 0, PIN_LBA, 8)])
-    [delete] = submit_together(c, c.admin, [nq.sqe(nq.ADM_DELETE_SQ, cdw10=q.qid)])
+    [dsm] = nq.submit_together(c, q, [chain_dsm(c)])
+    [pin] = nq.submit_together(c, c.admin, [nq.ba_pin_cmd(0, 0, PIN_LBA, 8)])
+    [delete] = nq.submit_together(c, c.admin, [nq.sqe(nq.ADM_DELETE_SQ, cdw10=q.qid)])
     assert c.wait(c.admin, pin).ok
     assert c.wait(c.admin, delete).ok
     cqe = c.wait(q, dsm)
@@ -145,10 +126,10 @@ def test_reset_does_not_fetch_queue_creations(perturb, make):
     and its next doorbell dereferenced NULL."""
     vm, c = make(CHAIN, admin_entries=5)
     q, _ = chain_setup(c)
-    submit_together(c, q, [chain_dsm(c)])
-    submit_together(c, c.admin, [pin_cmd(0, 0, PIN_LBA, 8)])
+    nq.submit_together(c, q, [chain_dsm(c)])
+    nq.submit_together(c, c.admin, [nq.ba_pin_cmd(0, 0, PIN_LBA, 8)])
     cq_addr, sq_addr = c.vm.alloc(16 * nq.CQE_SIZE), c.vm.alloc(16 * nq.SQE_SIZE)
-    submit_together(c, c.admin, [
+    nq.submit_together(c, c.admin, [
         nq.sqe(nq.ADM_CREATE_CQ, prp1=cq_addr, cdw10=15 << 16 | 2, cdw11=1),
         nq.sqe(nq.ADM_CREATE_SQ, prp1=sq_addr, cdw10=15 << 16 | 2, cdw11=2 << 16 | 1)])
     c.disable()
@@ -175,11 +156,11 @@ def test_many_pins_behind_many_writes(make):
     queues = [c.create_io_queue(qid, 1024) for qid in range(1, 17)]
     # Each write waits for its modeled time (a timer) while the pins arrive; one step of the
     # clock then ends them all.
-    writes = [(q, submit_together(c, q, [nq.sqe(nq.IO_WRITE, nsid=1, prp1=bufs[i],
+    writes = [(q, nq.submit_together(c, q, [nq.sqe(nq.IO_WRITE, nsid=1, prp1=bufs[i],
                                                   cdw10=(j % 250) * 8, cdw12=7)
                                           for j in range(1000)]))
               for i, q in enumerate(queues)]
-    pins = submit_together(c, c.admin, [pin_cmd(e, e * nq.PAGE, e * 8, 8)
+    pins = nq.submit_together(c, c.admin, [nq.ba_pin_cmd(e, e * nq.PAGE, e * 8, 8)
                                         for e in range(250)])
     c.qt.clock_step(10_000_000_000)
     for cid in pins:
@@ -318,19 +299,19 @@ def test_cut_during_dma_into_the_window(qemu_binary, tmp_path, into):
         data = c.dma_buffer(512 << 10, bytes((i * 13 + 5) & 0xFF for i in range(512 << 10)))
         for off in range(0, big, 512 << 10):
             assert c.rw(q, nq.IO_WRITE, 8192 + off // 512, 1024, data, 512 << 10).ok
-        assert c.admin_cmd(pin_cmd(1, 3 << 20, 100, 8)).ok
+        assert c.admin_cmd(nq.ba_pin_cmd(1, 3 << 20, 100, 8)).ok
         c.qt.memwrite(bar1 + (3 << 20), mine)
         c.qt.memwrite(bar1, mine)                   # where the DMA will land
         c.rd32(REG_PMRSTS)                          # fenced: persisted
         before = events(vm)
         if into == "pin":
-            cids = submit_together(c, c.admin, [pin_cmd(2, 0, 8192, big // 512),
+            cids = nq.submit_together(c, c.admin, [nq.ba_pin_cmd(2, 0, 8192, big // 512),
                                                 nq.sqe(nq.ADM_GET_FEATURES, cdw10=0x07)])
             for cid in cids:
                 assert c.wait(c.admin, cid).ok
         else:
             prp1, prp2 = c.prps(bar1, big)
-            cids = submit_together(c, q, [
+            cids = nq.submit_together(c, q, [
                 nq.sqe(nq.IO_READ, nsid=1, prp1=prp1, prp2=prp2, cdw10=8192, cdw12=big // 512 - 1),
                 nq.sqe(nq.IO_FLUSH, nsid=1)])
             for cid in cids:
