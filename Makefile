@@ -9,7 +9,7 @@
 #   make check-slow long soak tests and benchmarks (not part of check)
 #   make powercut   power-cut campaign, POWERCUT_ROUNDS rounds (scripts/powercut-campaign)
 #   make dblog-powercut  power cuts under the databases logging on the window, DBLOG_CUTS cuts
-#   make crashpoints  a power cut at every device event of three qtest workloads (scripts/crashpoints)
+#   make crashpoints  a power cut at every device event of three qtest workloads, and a sample under databases (scripts/crashpoints)
 #   make soak       hours of mixed work at 95% full with checks, SOAK_MINUTES (scripts/soak)
 #   make fuzz       fuzzing build (clang, libFuzzer, ASan, UBSan) in build/fuzz and a campaign of
 #                   FUZZ_SECONDS per configuration (scripts/fuzz-build, scripts/fuzz)
@@ -78,13 +78,14 @@ powercut: all
 	    --json $(BUILD)/powercut.json $(POWERCUT_ARGS)
 
 # Crash points (docs/powercut.md "Crash points"): the power cut at every event of the block
-# workloads (volatile and capacitor-backed buffer) and the window workload, each restart judged;
+# workloads (volatile and capacitor-backed buffer) and the window workload, each restart judged,
+# and 12 cuts at device events under the databases of the db guest (dblog-powercut --at-events);
 # CRASHPOINTS_JOBS points at once.  The summary line and $(BUILD)/crashpoints.json;
 # CRASHPOINTS_ARGS passes more options (--points N, --workload W, --seeds S, --verbose, ...).
 # make check runs a sample of it (tests/qtest/test_crashpoints.py).
 CRASHPOINTS_JOBS ?= 2
 CRASHPOINTS_ARGS ?=
-crashpoints: all
+crashpoints: all guest
 	scripts/crashpoints --jobs $(CRASHPOINTS_JOBS) --dir $(BUILD)/crashpoints \
 	    --json $(BUILD)/crashpoints.json $(CRASHPOINTS_ARGS)
 

@@ -104,6 +104,37 @@ static void nhc_set_power_cut(Object *obj, bool value, Error **errp)
     }
 }
 
+/* Arms a crash point N events from now.  power-cut-at counts from the device's start, which
+ * a guest's boot makes long and not exactly repeatable (its other disks complete in host time);
+ * a campaign that cuts inside a guest's workload arms the cut once the workload runs
+ * (scripts/dblog-powercut --at-events). */
+static void nhc_set_x_power_cut_in(Object *obj, Visitor *v, const char *name, void *opaque,
+                                   Error **errp)
+{
+    NhcCtrl *n = NVME_HYBRID(obj);
+    uint64_t in;
+
+    if (!visit_type_uint64(v, name, &in, errp)) {
+        return;
+    }
+    if (!DEVICE(obj)->realized) {
+        error_setg(errp, "x-power-cut-in: the device is not realized (power-cut-at arms a "
+                   "cut from the start)");
+        return;
+    }
+    if (!icount_enabled() && !qtest_enabled()) {
+        error_setg(errp, "x-power-cut-in: needs -icount (or qtest), where the device's events "
+                   "are points of the guest's run");
+        return;
+    }
+    if (in == 0 || in > UINT64_MAX - n->events_seen) {
+        error_setg(errp, "x-power-cut-in: %" PRIu64 " events: give 1 or more, and not so many "
+                   "that the count wraps", in);
+        return;
+    }
+    n->power_cut_at = n->events_seen + in;
+}
+
 /* {"total": events so far, "fetch": ..., ...}: what a workload did, for scripts/crashpoints. */
 static void nhc_get_x_events(Object *obj, Visitor *v, const char *name, void *opaque,
                              Error **errp)
@@ -136,6 +167,11 @@ void nhc_powercut_class_init(ObjectClass *oc)
         "debug: power fails at the device's K-th event (fetch, model, backend I/O issued and "
         "done, DMA into the window, undo kept, completion posted, flush begun and ended), "
         "counted from 1; 0: never; needs -icount or qtest (docs/powercut.md)");
+    object_class_property_add(oc, "x-power-cut-in", "uint64", NULL, nhc_set_x_power_cut_in,
+                              NULL, NULL);
+    object_class_property_set_description(oc, "x-power-cut-in",
+        "test only: write N: power fails at the N-th device event from now (as power-cut-at); "
+        "needs -icount or qtest");
     object_class_property_add(oc, "x-events", "str", nhc_get_x_events, NULL, NULL, NULL);
     object_class_property_set_description(oc, "x-events",
         "test only: the device's events so far, as JSON (total and per kind)");

@@ -1,7 +1,8 @@
 """scripts/dblog-powercut, short: one power cut under PostgreSQL, Redis and RocksDB logging on
 the window loses no acknowledged commit or write, and the same cut under asynchronous logging
-does lose some (so the checker can fail).  docs/dblog.md; the long campaign is
-`make dblog-powercut`."""
+does lose some (so the checker can fail); one cut at a device event (--at-events, the db
+workload of scripts/crashpoints) loses nothing either.  docs/dblog.md, docs/powercut.md; the
+long campaigns are `make dblog-powercut` and `make crashpoints`."""
 import os
 import re
 import subprocess
@@ -39,3 +40,14 @@ def test_async_logging_loses_acknowledged_writes(tmp_path):
     status, (cuts, acked, missing, failures), out = campaign(tmp_path, "--async")
     assert cuts == 3 and acked > 0, out
     assert missing > 0 and status == 1, out
+
+
+def test_cut_at_a_device_event_loses_nothing(tmp_path):
+    """The workload boot under -icount, the power cut at the device's D-th event after every
+    client acknowledged a write (x-power-cut-in): the restart must find every acknowledged
+    commit, and the round must say at which event it was cut."""
+    status, (cuts, acked, missing, failures), out = campaign(
+        tmp_path, "--at-events", "--event-span", "400")
+    assert cuts == 3 and acked > 0, out
+    assert missing == 0 and failures == 0 and status == 0, out
+    assert re.search(r"^round 0: event [0-9]+: [a-z-]+ after", out, re.M), out

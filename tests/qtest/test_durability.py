@@ -13,6 +13,7 @@ the cut placed there, and restarts on the same drive."""
 
 import json
 import os
+import socket
 import struct
 import subprocess
 
@@ -340,3 +341,56 @@ def test_cut_during_dma_into_the_window(qemu_binary, tmp_path, into):
             "the window holds data a DMA brought after the power cut"
     finally:
         vm.close()
+
+
+# -- arming a cut while running ---------------------------------------------------------
+
+def test_power_cut_in_arms_a_cut_from_now(make):
+    """x-power-cut-in=N (scripts/dblog-powercut --at-events): the power fails at the N-th
+    event after the write, as power-cut-at would at that absolute number."""
+    vm, c = make("x-exact-time=on")
+    q = c.create_io_queue(1, 16)
+    assert c.write(q, 0, b"\x11" * 4096).ok
+    seen = events(vm)["total"]
+    for bad in (0, 2 ** 64 - 1):
+        with pytest.raises(RuntimeError, match="x-power-cut-in: .* events"):
+            vm.qmp.execute("qom-set", path=DEV, property="x-power-cut-in", value=bad)
+    assert events(vm)["total"] == seen
+    vm.qmp.execute("qom-set", path=DEV, property="x-power-cut-in", value=3)
+    # A write: fetched (1), modeled (2), its backend I/O issued (3): the cut.
+    with pytest.raises(nq.QemuDied):
+        c.write(q, 8, b"\x22" * 4096)
+    assert vm.proc.wait(30) == 0
+    assert f"power-cut-at={seen + 3}, event backend-issue" in vm.stderr_text(), \
+        vm.stderr_text()
+
+
+def test_power_cut_in_needs_an_exact_clock(qemu_binary, tmp_path):
+    """Outside qtest and -icount the events are not points of a repeatable run: refused."""
+    path = str(tmp_path / "qmp.sock")
+    image = tmp_path / "disk.img"
+    image.write_bytes(b"")
+    os.truncate(image, IMAGE_SIZE)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    listener.settimeout(HANG_S)
+    p = subprocess.Popen([qemu_binary, "-L", "/usr/share/qemu", "-L", "/usr/share/seabios",
+                          "-machine", "q35", "-accel", "tcg", "-nodefaults",
+                          "-display", "none", "-S", "-chardev", f"socket,path={path},id=m",
+                          "-mon", "chardev=m,mode=control",
+                          "-drive", f"if=none,id=d0,format=raw,file={image}",
+                          "-device", f"{MODEL},id=nvme0,drive=d0,serial={SERIAL}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        conn, _ = listener.accept()
+        conn.settimeout(HANG_S)
+        qmp = nq.Qmp(conn, p)
+        qmp.handshake()
+        with pytest.raises(RuntimeError, match="needs -icount"):
+            qmp.execute("qom-set", path=DEV, property="x-power-cut-in", value=1)
+        conn.close()
+    finally:
+        listener.close()
+        p.kill()
+        p.wait()
