@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 
+import nhversion
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUEST_DIR = os.path.join(REPO, "build", "guest")
 # The files of a guest directory (guest-images/build writes them).
@@ -39,6 +41,7 @@ def parse_size(text):
 
 
 def add_common_options(ap):
+    nhversion.add_option(ap)
     ap.add_argument("--device", default="", metavar="KEY=VALUE,...",
                     help="extra properties appended to -device nvme-hybrid")
     ap.add_argument("--disk", metavar="PATH",
