@@ -61,6 +61,11 @@ def add_common_options(ap):
                          "instruction per ns); guest-observed latency then equals "
                          "the modeled one, at the cost of wall time"
                          % DEFAULT_ICOUNT_SHIFT)
+    ap.add_argument("--accel", choices=("tcg", "kvm"), default="tcg",
+                    help="how QEMU runs the guest's CPU: tcg (the default: translated, on any "
+                         "host) or kvm (the host's CPU through /dev/kvm, as -cpu host; no "
+                         "--icount). Either way the device's time is the host's clock unless "
+                         "--icount; docs/timing.md says which figures need --icount")
     ap.add_argument("--qemu", default="", metavar="ARGS",
                     help="extra QEMU arguments (shell-split), added last")
     ap.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
@@ -88,6 +93,20 @@ def add_common_options(ap):
     # Developer switch: QEMU's own "nvme" instead of ours, for comparisons
     # and for working on the guest side while the device is unfinished.
     ap.add_argument("--nvme-model", default="nvme-hybrid", help=argparse.SUPPRESS)
+
+
+def check_options(opts):
+    """What add_common_options' options cannot be together, or on this host: an Error."""
+    if opts.accel == "kvm" and opts.icount is not None:
+        raise Error("--accel kvm cannot run with --icount: QEMU counts guest instructions only "
+                    "when it translates them itself (TCG); under KVM the guest's CPU runs them "
+                    "and the device's time is the host's clock. Drop --icount, or use --accel "
+                    "tcg for exact guest-observed latency")
+    if opts.accel == "kvm" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        raise Error("--accel kvm: /dev/kvm %s (KVM needs the kvm_intel or kvm_amd module and "
+                    "read-write access, e.g. membership of the kvm group); --accel tcg runs "
+                    "anywhere" % ("is not readable and writable by this user"
+                                  if os.path.exists("/dev/kvm") else "does not exist"))
 
 
 def qemu_binary(opts):
@@ -215,7 +234,7 @@ def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
         device += "," + opts.device
     cmd = [qemu,
            "-L", "/usr/share/qemu", "-L", "/usr/share/seabios",
-           "-machine", "q35", "-accel", "tcg",
+           "-machine", "q35", "-accel", opts.accel,
            "-nodefaults", "-display", "none", "-no-reboot",
            "-smp", str(opts.smp), "-m", opts.mem,
            "-serial", console,
@@ -234,6 +253,10 @@ def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
                 % qemu_opt(os.path.abspath(opts.share))]
     if opts.qmp:
         cmd += ["-qmp", "unix:%s,server=on,wait=off" % qemu_opt(os.path.abspath(opts.qmp))]
+    if opts.accel == "kvm":
+        # QEMU's default CPU model hides most of the host's features; a --qemu -cpu comes
+        # later and wins
+        cmd += ["-cpu", "host"]
     if opts.icount is not None:
         cmd += ["-icount", "shift=%d,sleep=off" % opts.icount]
     return cmd + list(extra) + shlex.split(opts.qemu)

@@ -73,3 +73,47 @@ def test_guest_kernel_args(tmp_path, monkeypatch):
     (tmp_path / "cmdline").write_text("# comment\na=1 b=2  # why\n\nc\n")
     opts.guest = str(tmp_path)
     assert nhvm.guest_kernel_args(opts, str(tmp_path)) == " a=1 b=2 c"
+
+
+def common_opts(*args):
+    ap = nhvm.argparse.ArgumentParser()
+    nhvm.add_common_options(ap)
+    return ap.parse_args(list(args))
+
+
+def qemu_args(*args):
+    return nhvm.qemu_command("qemu", common_opts(*args), "/g", "/d.img", "raw", "console=ttyS0",
+                             "file:/c.log")
+
+
+def test_accel_builds_the_command_line():
+    """TCG by default; --accel kvm runs the host's CPU model (a --qemu -cpu comes later and
+    wins); --icount belongs to TCG. KVM itself cannot run here (docs/timing.md)."""
+    tcg = qemu_args()
+    assert tcg[tcg.index("-accel") + 1] == "tcg" and "-cpu" not in tcg
+    icount = qemu_args("--icount")
+    assert icount[icount.index("-icount") + 1] == "shift=0,sleep=off"
+    kvm = qemu_args("--accel", "kvm", "--qemu", "-cpu Nehalem")
+    assert kvm[kvm.index("-accel") + 1] == "kvm" and "-icount" not in kvm
+    assert kvm.count("-accel") == 1
+    assert [kvm[i + 1] for i, a in enumerate(kvm) if a == "-cpu"] == ["host", "Nehalem"]
+
+
+@pytest.mark.parametrize("tool,command", [("vm-exec", ["--", "true"]), ("run-vm", [])])
+def test_kvm_with_icount_is_refused(tool, command):
+    r = subprocess.run([nhvm.os.path.join(nhvm.REPO, "scripts", tool), "--accel", "kvm",
+                        "--icount", "2", "--qemu-binary", "/nonexistent", *command],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "--accel kvm cannot run with --icount: QEMU counts guest instructions only when " \
+           "it translates them itself (TCG)" in r.stderr
+    with pytest.raises(nhvm.Error, match="cannot run with --icount"):
+        nhvm.check_options(common_opts("--accel", "kvm", "--icount"))
+    nhvm.check_options(common_opts("--icount"))
+
+
+def test_kvm_without_dev_kvm_says_so(monkeypatch):
+    monkeypatch.setattr(nhvm.os, "access", lambda path, mode: path != "/dev/kvm")
+    with pytest.raises(nhvm.Error, match="--accel kvm: /dev/kvm (does not exist|is not "
+                                         "readable and writable)"):
+        nhvm.check_options(common_opts("--accel", "kvm"))
