@@ -87,8 +87,9 @@ def add_common_options(ap):
                          "default guest in build/guest)")
     ap.add_argument("--watch", nargs="?", const="", metavar="NHTOP-OPTIONS",
                     help="open the live view (scripts/nhtop) beside the guest: in a new tmux "
-                         "pane when running inside tmux, else the command that opens it in "
-                         "another terminal is printed; the optional value is more nhtop "
+                         "pane when running inside tmux; outside tmux a --record in its options "
+                         "records without the view (nhtop --no-ui), else the command that opens "
+                         "it in another terminal is printed; the optional value is more nhtop "
                          "options, e.g. --watch='--record run.jsonl'")
     # Developer switch: QEMU's own "nvme" instead of ours, for comparisons
     # and for working on the guest side while the device is unfinished.
@@ -205,20 +206,73 @@ def watch_qemu_args(opts, run_dir):
 
 def start_watch(opts, prog):
     """--watch: open scripts/nhtop on the socket of watch_qemu_args() in a tmux pane beside
-    this one (focus stays here), or say how to open it elsewhere."""
+    this one (focus stays here).  Outside tmux there is no screen for the view: a --record in
+    its options runs headless (nhtop --no-ui), which needs none, and its Recorder is returned
+    (finish it once QEMU is gone); without one, how to open the view elsewhere is printed."""
     if opts.watch is None:
-        return
-    cmd = [os.path.join(REPO, "scripts", "nhtop"), "--qmp", opts.watch_socket]
+        return None
     try:
-        cmd += shlex.split(opts.watch)
+        words = shlex.split(opts.watch)
     except ValueError as e:
         raise Error("--watch: %s" % e)
+    cmd = [os.path.join(REPO, "scripts", "nhtop"), "--qmp", opts.watch_socket] + words
     if os.environ.get("TMUX") and shutil.which("tmux"):
         r = subprocess.run(["tmux", "split-window", "-d", "-h", shlex.join(cmd)])
         if r.returncode == 0:
-            return
+            return None
+    record = None
+    for i, w in enumerate(words):
+        if w == "--record" and i + 1 < len(words):
+            record = words[i + 1]
+        elif w.startswith("--record="):
+            record = w.split("=", 1)[1]
+    if record:
+        print("%s: --watch: not inside tmux, so no live view; recording to %s without one"
+              % (prog, record), file=sys.stderr, flush=True)
+        return Recorder(cmd + ["--no-ui"], os.path.dirname(opts.watch_socket), prog)
     print("%s: --watch: not inside tmux; open the live view in another terminal with\n    %s"
           % (prog, shlex.join(cmd)), file=sys.stderr, flush=True)
+    return None
+
+
+class Recorder:
+    """scripts/nhtop --no-ui --record FILE beside a guest: its sample lines go nowhere (stdout is
+    the guest's), its messages to a file in @run_dir, reported when it fails."""
+    # After QEMU exits, the recorder sees the socket close and ends at once; one still waiting
+    # to connect (QEMU failed early) is interrupted after this long.
+    GRACE_SECONDS = 5
+
+    def __init__(self, cmd, run_dir, prog):
+        self.prog, self.reported = prog, False
+        self.log = os.path.join(run_dir, "recorder.log")
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=log, start_new_session=True,
+                                         preexec_fn=die_with_parent)
+
+    def check(self):
+        """Report a recorder that has failed (a bad --record directory, say), once."""
+        status = self.proc.poll()
+        if status and not self.reported:
+            self.reported = True
+            with open(self.log, errors="replace") as f:
+                why = f.read().strip()
+            print("%s: --watch: the recorder exited with status %d, so nothing more is "
+                  "recorded: %s" % (self.prog, status, why), file=sys.stderr, flush=True)
+
+    def finish(self):
+        try:
+            self.proc.wait(self.GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            # SIGINT: nhtop closes the record it writes on the way out
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(self.GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            return
+        self.check()
 
 
 def qemu_opt(value):
