@@ -207,7 +207,7 @@ def watch_qemu_args(opts, run_dir):
 def start_watch(opts, prog):
     """--watch: open scripts/nhtop on the socket of watch_qemu_args() in a tmux pane beside
     this one (focus stays here).  Outside tmux there is no screen for the view: a --record in
-    its options runs headless (nhtop --no-ui), which needs none, and its Recorder is returned
+    its options runs headless (nhtop --no-ui), which needs none, and its HeadlessRecorder is returned
     (finish it once QEMU is gone); without one, how to open the view elsewhere is printed."""
     if opts.watch is None:
         return None
@@ -229,13 +229,13 @@ def start_watch(opts, prog):
     if record:
         print("%s: --watch: not inside tmux, so no live view; recording to %s without one"
               % (prog, record), file=sys.stderr, flush=True)
-        return Recorder(cmd + ["--no-ui"], os.path.dirname(opts.watch_socket), prog)
+        return HeadlessRecorder(cmd + ["--no-ui"], os.path.dirname(opts.watch_socket), prog)
     print("%s: --watch: not inside tmux; open the live view in another terminal with\n    %s"
           % (prog, shlex.join(cmd)), file=sys.stderr, flush=True)
     return None
 
 
-class Recorder:
+class HeadlessRecorder:
     """scripts/nhtop --no-ui --record FILE beside a guest: its sample lines go nowhere (stdout is
     the guest's), its messages to a file in @run_dir, reported when it fails."""
     # After QEMU exits, the recorder sees the socket close and ends at once; one still waiting

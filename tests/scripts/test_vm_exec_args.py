@@ -141,7 +141,7 @@ def test_watch_outside_tmux_records_headless(tmp_path, monkeypatch, capsys):
         qemu.exit()
     t0 = time.monotonic()
     recorder.finish()
-    assert time.monotonic() - t0 < nhvm.Recorder.GRACE_SECONDS
+    assert time.monotonic() - t0 < nhvm.HeadlessRecorder.GRACE_SECONDS
     assert recorder.proc.returncode == 0 and capsys.readouterr().err == ""
     samples = [json.loads(line) for line in record.read_text().splitlines()]
     assert len(samples) >= 3
