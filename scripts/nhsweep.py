@@ -16,6 +16,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SIM = os.path.join(REPO, "build", "nvme-hybrid-sim")
 SIM_TIMEOUT = None      # no limit: a replay of a big trace may take hours
+# What the table keeps of a failed replay's standard error, beyond its first and last lines.
+ERROR_CHARS = 600
 
 
 class SpecError(Exception):
@@ -270,11 +272,49 @@ def replay(sim, trace, fmt, device, args, upload_name=None):
     secs = time.monotonic() - t0
     addr = w.address if w else ""
     if r.returncode != 0:
-        return None, (r.stderr.strip() or "exit status %d" % r.returncode)[-600:], secs, addr
+        return None, error_text(r.stderr) or "exit status %d" % r.returncode, secs, addr
     try:
         return json.loads(r.stdout), None, secs, addr
     except ValueError:
         return None, "the simulator printed no JSON document: %s" % r.stdout[:200], secs, addr
+
+
+def error_text(stderr):
+    """What the table keeps of a failed replay's standard error: whole lines, never a cut one.
+    The first line (a refusal names its key there, with the list of valid ones) and the last
+    (the message the run failed on, after any warnings) always; between them as many of the
+    last lines as fit in ERROR_CHARS, the rest counted."""
+    lines = stderr.strip().splitlines()
+    if len(lines) <= 2:
+        return "\n".join(lines)
+    kept, room = [], ERROR_CHARS
+    for line in reversed(lines[1:-1]):
+        if len(line) > room:
+            break
+        kept.insert(0, line)
+        room -= len(line) + 1
+    skipped = len(lines) - 2 - len(kept)
+    return "\n".join([lines[0]] + (["... (%d lines)" % skipped] if skipped else []) + kept
+                     + [lines[-1]])
+
+
+def check_devices(sim, devices):
+    """The first of the property strings @devices that the simulator refuses, as (string, the
+    first line of its message), or None; run as one task before a grid is scheduled, so that a
+    mistyped key stops the sweep once instead of failing every run that has it.  Each string is
+    tried on an empty trace: the simulator parses the properties before it reads the trace, so a
+    string it accepts fails on the trace instead, and that message names the trace's path."""
+    if not os.access(sim, os.X_OK):
+        raise RuntimeError("no simulator at %s: build it there, or point the spec's sim at a "
+                           "path every worker sees" % sim)
+    with tempfile.NamedTemporaryFile(prefix="nh-sweep-empty-", suffix=".spc") as empty:
+        for device in devices:
+            r = subprocess.run([sim, "--device", device, "--trace", empty.name, "--format",
+                                "spc"], capture_output=True, text=True)
+            first = (r.stderr.strip().splitlines() or ["exit status %d" % r.returncode])[0]
+            if r.returncode != 0 and empty.name not in first:
+                return device, first
+    return None
 
 
 def flatten(doc, prefix=""):
@@ -355,6 +395,16 @@ def run_grid(grid, client, progress=True, log=sys.stderr, local=False, documents
         uploads = _upload(client, [t for t in grid.traces if t.upload], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    devices = list(dict.fromkeys(r["device"] for r in runs))
+    try:
+        refused = client.submit(check_devices, grid.sim, devices, pure=False).result()
+    except Exception as e:
+        raise SpecError("checking the property strings: %s" % e)
+    if refused:
+        device, message = refused
+        r = next(r for r in runs if r["device"] == device)
+        raise SpecError("the simulator refuses the property string %r (%s), so no run of the "
+                        "grid started: %s" % (device, _describe(r), message))
     futures = {}
     for i, r in enumerate(runs):
         t = r["trace"]

@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 
+import nhversion
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUEST_DIR = os.path.join(REPO, "build", "guest")
 # The files of a guest directory (guest-images/build writes them).
@@ -39,6 +41,7 @@ def parse_size(text):
 
 
 def add_common_options(ap):
+    nhversion.add_option(ap)
     ap.add_argument("--device", default="", metavar="KEY=VALUE,...",
                     help="extra properties appended to -device nvme-hybrid")
     ap.add_argument("--disk", metavar="PATH",
@@ -58,6 +61,11 @@ def add_common_options(ap):
                          "instruction per ns); guest-observed latency then equals "
                          "the modeled one, at the cost of wall time"
                          % DEFAULT_ICOUNT_SHIFT)
+    ap.add_argument("--accel", choices=("tcg", "kvm"), default="tcg",
+                    help="how QEMU runs the guest's CPU: tcg (the default: translated, on any "
+                         "host) or kvm (the host's CPU through /dev/kvm, as -cpu host; no "
+                         "--icount). Either way the device's time is the host's clock unless "
+                         "--icount; docs/timing.md says which figures need --icount")
     ap.add_argument("--qemu", default="", metavar="ARGS",
                     help="extra QEMU arguments (shell-split), added last")
     ap.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
@@ -79,12 +87,27 @@ def add_common_options(ap):
                          "default guest in build/guest)")
     ap.add_argument("--watch", nargs="?", const="", metavar="NHTOP-OPTIONS",
                     help="open the live view (scripts/nhtop) beside the guest: in a new tmux "
-                         "pane when running inside tmux, else the command that opens it in "
-                         "another terminal is printed; the optional value is more nhtop "
+                         "pane when running inside tmux; outside tmux a --record in its options "
+                         "records without the view (nhtop --no-ui), else the command that opens "
+                         "it in another terminal is printed; the optional value is more nhtop "
                          "options, e.g. --watch='--record run.jsonl'")
     # Developer switch: QEMU's own "nvme" instead of ours, for comparisons
     # and for working on the guest side while the device is unfinished.
     ap.add_argument("--nvme-model", default="nvme-hybrid", help=argparse.SUPPRESS)
+
+
+def check_options(opts):
+    """What add_common_options' options cannot be together, or on this host: an Error."""
+    if opts.accel == "kvm" and opts.icount is not None:
+        raise Error("--accel kvm cannot run with --icount: QEMU counts guest instructions only "
+                    "when it translates them itself (TCG); under KVM the guest's CPU runs them "
+                    "and the device's time is the host's clock. Drop --icount, or use --accel "
+                    "tcg for exact guest-observed latency")
+    if opts.accel == "kvm" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        raise Error("--accel kvm: /dev/kvm %s (KVM needs the kvm_intel or kvm_amd module and "
+                    "read-write access, e.g. membership of the kvm group); --accel tcg runs "
+                    "anywhere" % ("is not readable and writable by this user"
+                                  if os.path.exists("/dev/kvm") else "does not exist"))
 
 
 def qemu_binary(opts):
@@ -183,20 +206,73 @@ def watch_qemu_args(opts, run_dir):
 
 def start_watch(opts, prog):
     """--watch: open scripts/nhtop on the socket of watch_qemu_args() in a tmux pane beside
-    this one (focus stays here), or say how to open it elsewhere."""
+    this one (focus stays here).  Outside tmux there is no screen for the view: a --record in
+    its options runs headless (nhtop --no-ui), which needs none, and its HeadlessRecorder is returned
+    (finish it once QEMU is gone); without one, how to open the view elsewhere is printed."""
     if opts.watch is None:
-        return
-    cmd = [os.path.join(REPO, "scripts", "nhtop"), "--qmp", opts.watch_socket]
+        return None
     try:
-        cmd += shlex.split(opts.watch)
+        words = shlex.split(opts.watch)
     except ValueError as e:
         raise Error("--watch: %s" % e)
+    cmd = [os.path.join(REPO, "scripts", "nhtop"), "--qmp", opts.watch_socket] + words
     if os.environ.get("TMUX") and shutil.which("tmux"):
         r = subprocess.run(["tmux", "split-window", "-d", "-h", shlex.join(cmd)])
         if r.returncode == 0:
-            return
+            return None
+    record = None
+    for i, w in enumerate(words):
+        if w == "--record" and i + 1 < len(words):
+            record = words[i + 1]
+        elif w.startswith("--record="):
+            record = w.split("=", 1)[1]
+    if record:
+        print("%s: --watch: not inside tmux, so no live view; recording to %s without one"
+              % (prog, record), file=sys.stderr, flush=True)
+        return HeadlessRecorder(cmd + ["--no-ui"], os.path.dirname(opts.watch_socket), prog)
     print("%s: --watch: not inside tmux; open the live view in another terminal with\n    %s"
           % (prog, shlex.join(cmd)), file=sys.stderr, flush=True)
+    return None
+
+
+class HeadlessRecorder:
+    """scripts/nhtop --no-ui --record FILE beside a guest: its sample lines go nowhere (stdout is
+    the guest's), its messages to a file in @run_dir, reported when it fails."""
+    # After QEMU exits, the recorder sees the socket close and ends at once; one still waiting
+    # to connect (QEMU failed early) is interrupted after this long.
+    GRACE_SECONDS = 5
+
+    def __init__(self, cmd, run_dir, prog):
+        self.prog, self.reported = prog, False
+        self.log = os.path.join(run_dir, "recorder.log")
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=log, start_new_session=True,
+                                         preexec_fn=die_with_parent)
+
+    def check(self):
+        """Report a recorder that has failed (a bad --record directory, say), once."""
+        status = self.proc.poll()
+        if status and not self.reported:
+            self.reported = True
+            with open(self.log, errors="replace") as f:
+                why = f.read().strip()
+            print("%s: --watch: the recorder exited with status %d, so nothing more is "
+                  "recorded: %s" % (self.prog, status, why), file=sys.stderr, flush=True)
+
+    def finish(self):
+        try:
+            self.proc.wait(self.GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            # SIGINT: nhtop closes the record it writes on the way out
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(self.GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            return
+        self.check()
 
 
 def qemu_opt(value):
@@ -212,7 +288,7 @@ def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
         device += "," + opts.device
     cmd = [qemu,
            "-L", "/usr/share/qemu", "-L", "/usr/share/seabios",
-           "-machine", "q35", "-accel", "tcg",
+           "-machine", "q35", "-accel", opts.accel,
            "-nodefaults", "-display", "none", "-no-reboot",
            "-smp", str(opts.smp), "-m", opts.mem,
            "-serial", console,
@@ -231,6 +307,10 @@ def qemu_command(qemu, opts, guest, disk, fmt, append, console, extra=()):
                 % qemu_opt(os.path.abspath(opts.share))]
     if opts.qmp:
         cmd += ["-qmp", "unix:%s,server=on,wait=off" % qemu_opt(os.path.abspath(opts.qmp))]
+    if opts.accel == "kvm":
+        # QEMU's default CPU model hides most of the host's features; a --qemu -cpu comes
+        # later and wins
+        cmd += ["-cpu", "host"]
     if opts.icount is not None:
         cmd += ["-icount", "shift=%d,sleep=off" % opts.icount]
     return cmd + list(extra) + shlex.split(opts.qemu)

@@ -2,6 +2,7 @@
 every device time it must (the runs themselves are a benchmark, docs/dblog.md)."""
 import importlib.machinery
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -61,3 +62,66 @@ def test_dilated_times_start_from_the_engines_own(tmp_path):
                            capture_output=True, text=True, timeout=60, check=True)
         g = json.loads(r.stdout)["geometry"]
         assert (g["t_read_ns"], g["t_prog_ns"]) == (t_read, t_prog), timing
+
+
+def test_help_counts_the_engines():
+    out = subprocess.run([SCRIPT, "--help"], capture_output=True, text=True, env=dict(
+        os.environ, COLUMNS="200"), check=True).stdout
+    assert "(default: every one, pg, linkbench, rocksdb, redis)" in out
+    assert "all three" not in out
+
+
+def test_the_table_names_its_clock(capsys):
+    m = load()
+    rows = m.summarize([run(m, "pg", mode, 4, tps) for mode, tps in
+                        (("block", 100.0), ("window", 185.0), ("async", 400.0))])
+    for icount, says in ((None, "clock: TCG without -icount, on the host's clock: every figure "
+                                "includes what emulating the guest costs on the host"),
+                         (0, "clock: -icount shift=0, on guest instructions: the guest saw the "
+                             "modeled device times exactly")):
+        m.print_table(rows, m.clock(types.SimpleNamespace(icount=icount))[1])
+        out = capsys.readouterr().out
+        assert out.startswith(says) and "docs/timing.md" in out.splitlines()[0]
+    assert m.clock(types.SimpleNamespace(icount=None))[0] == "TCG, the host's clock: upper bounds"
+
+
+def test_progress_names_each_finished_run():
+    m = load()
+    out, clock = io.StringIO(), iter([100.0, 130.0, 190.0])
+    p = m.Progress("znand", 2, out=out, now=lambda: next(clock))
+    p.line("vm-exec: something\n")
+    p.line("rep 0 pg      block   4 clients:      101.0 /s, commit  39000.0 us (p99 90000.0)\n")
+    p.line("rep 0 pg      window  4 clients:      187.0 /s, commit  21000.0 us (p99 50000.0)\n")
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "bench-dblog: znand timing, run 1 of 2 done after 30 s; about 30 s to go: rep 0 pg      "
+        "block   4 clients:      101.0 /s, commit  39000.0 us (p99 90000.0)",
+        "bench-dblog: znand timing, run 2 of 2 done after 90 s: rep 0 pg      window  4 clients:"
+        "      187.0 /s, commit  21000.0 us (p99 50000.0)"]
+    assert list(p.tail)[0] == "vm-exec: something\n"
+
+
+def run(m, engine, mode, clients, tps, rep=0, timing="default"):
+    return dict(timing=timing, engine=engine, mode=mode, clients=clients, rep=rep,
+                throughput=tps, lat_mean_us=1e6 / tps, lat_p99_us=2e6 / tps, commits=1000,
+                flushes=10, nand_bytes=4096, ring_appends=1000)
+
+
+def test_quick_plot_has_bars_from_zero():
+    """One client count (--quick): a bar per mode on a linear axis, never a lone point on a log
+    axis; several: lines over the client counts on a log axis. Every y axis starts at zero,
+    so a 1:1.85 throughput does not look like 1:10."""
+    m = load()
+    one = m.summarize([run(m, e, mode, 4, tps) for e in ("pg", "redis") for mode, tps in
+                       (("block", 1000.0), ("window", 1850.0), ("async", 2000.0))])
+    fig = m.figure(one, "t")
+    for ax in fig.axes:
+        assert ax.get_xscale() == "linear" and ax.get_ylim()[0] == 0
+        assert [type(c).__name__ for c in ax.containers].count("BarContainer") == 3
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["block", "window", "async"]
+    many = m.summarize([run(m, "pg", mode, c, tps * c) for c in (1, 4, 16) for mode, tps in
+                        (("block", 1000.0), ("window", 1850.0), ("async", 2000.0))])
+    (ax,) = m.figure(many, "t").axes
+    assert ax.get_xscale() == "log" and ax.get_ylim()[0] == 0
+    assert [type(c).__name__ for c in ax.containers] == ["ErrorbarContainer"] * 3
+    assert list(ax.get_xticks()) == [1, 4, 16]

@@ -225,12 +225,59 @@ def test_bad_inputs(traces, tmp_path):
     bad.write_text("[[trace]\n")
     r = sweep(bad)
     assert r.returncode == 2 and "not valid TOML" in r.stderr
-    # a property the engine refuses is a failed run, named in the table
-    bad.write_text(spec.read_text().replace('"buffer=lru"', '"buffer=nosuch"'))
-    r = sweep(bad, "--out", tmp_path / "bad-out", "--workers", "1", "--no-plots")
+
+def test_refused_properties_stop_the_grid(traces, tmp_path):
+    """A property string the simulator refuses is found once, before any run starts, and the
+    sweep says which with the simulator's line whole (a mistyped key's message lists every
+    valid key, longer than the table used to keep)."""
+    spec = write_spec(tmp_path / "grid.toml", traces["financial"])
+    bad = tmp_path / "bad.toml"
+    wants = []
+    for typo, message in (('"buffer=lru"', '"bufer=lru"'), ('"buffer=lru"', '"buffer=nosuch"')):
+        bad.write_text(spec.read_text().replace(typo, message))
+        want = subprocess.run([SIM, "-d", message.strip('"'), "-t", str(traces["financial"]),
+                               "-f", "spc"], capture_output=True, text=True).stderr.strip()
+        assert "\n" not in want
+        r = sweep(bad, "--out", tmp_path / "bad-out", "--workers", "1", "--no-plots")
+        assert r.returncode == 2, r.stderr
+        assert "refuses the property string 'pages=64,cell=slc,buffer-size=2M,%s' " \
+               "(buffer_mb=2, policy=lru, loop=qd8), so no run of the grid started: %s\n" \
+               % (message.strip('"'), want) in r.stderr
+        assert not (tmp_path / "bad-out").exists()
+        wants.append(want)
+    assert "bufer: unknown key (valid keys: channels," in wants[0] and len(wants[0]) > 600
+    assert "buffer: unknown value 'nosuch'" in wants[1]
+
+
+def test_a_failed_run_keeps_its_message_whole(traces, tmp_path):
+    """What only the run finds (the geometry against the trace's capacity) is a failed run,
+    and its error column holds the simulator's lines whole."""
+    spec = write_spec(tmp_path / "grid.toml", traces["financial"])
+    bad = tmp_path / "bad.toml"
+    bad.write_text(spec.read_text().replace('"buffer=lru"', '"buffer=lru,blocks=1"'))
+    r = sweep(bad, "--out", tmp_path / "out", "--workers", "1", "--no-plots")
     assert r.returncode == 1 and "8 runs (4 failed)" in r.stdout
-    df = pd.read_parquet(tmp_path / "bad-out" / "results.parquet")
-    assert df[df["policy"] == "lru"]["error"].str.contains("nosuch").all()
+    df = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    failed = df[df["error"].notna()]
+    assert list(failed["policy"].unique()) == ["lru"]
+    for _, row in failed.iterrows():
+        want = subprocess.run([SIM, "--json", "--device", row["device"], "--trace",
+                               str(traces["financial"]), "--format", "spc",
+                               *row["options"].split()], capture_output=True, text=True)
+        assert want.returncode == 1 and row["error"] == want.stderr.strip()
+        assert "use blocks=" in row["error"]
+
+
+def test_error_text_keeps_lines_whole():
+    import nhsweep
+    key = "nvme-hybrid-sim: bufer: unknown key (valid keys: %s)" % ", ".join(["k"] * 400)
+    assert nhsweep.error_text(key + "\n") == key
+    middle = ["warning %d %s" % (i, "x" * 90) for i in range(20)]
+    text = nhsweep.error_text("\n".join([key] + middle + ["the cause"]))
+    lines = text.splitlines()
+    assert lines[0] == key and lines[-1] == "the cause"
+    assert lines[1] == "... (15 lines)" and lines[2:-1] == middle[15:]
+    assert len("\n".join(lines[2:-1])) <= nhsweep.ERROR_CHARS
 
 
 def test_compare_buffers_local_and_cluster(tmp_path, cluster):
