@@ -83,12 +83,7 @@ def test_placement_doc_says_what_the_fit_touches():
     assert int(m.group(2)) == round(touched["mqsim_tpcc-small.trace"] / 2**20)
 
 
-# crashpoints and dblog-powercut are being reworked elsewhere; they take --version when they
-# take nhversion.add_option.
-VERSIONED = [t for t in TOOLS if t not in ("crashpoints", "dblog-powercut")]
-
-
-@pytest.mark.parametrize("name", VERSIONED)
+@pytest.mark.parametrize("name", TOOLS)
 def test_version(name):
     """Every tool prints the one version of the checkout, the VERSION file meson.build reads
     for the C programs too."""
