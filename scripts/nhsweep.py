@@ -1,21 +1,20 @@
 """Simulator sweeps on Dask distributed: a grid of traces x property strings x simulator options,
-each point one `nvme-hybrid-sim --json` replay run as a Dask task, the statistics documents
-gathered into one pandas table.  Used by scripts/sweep (spec files) and scripts/compare-buffers.
-Spec format and cluster use: docs/sweep.md."""
+each point one `nvme-hybrid-sim --json` replay (nhsim.replay) run as a Dask task, the statistics
+documents gathered into one pandas table.  Used by scripts/sweep (spec files) and
+scripts/compare-buffers.  Spec format and cluster use: docs/sweep.md."""
 import hashlib
 import itertools
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
+import nhsim
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_SIM = os.path.join(REPO, "build", "nvme-hybrid-sim")
-SIM_TIMEOUT = None      # no limit: a replay of a big trace may take hours
 # What the table keeps of a failed replay's standard error, beyond its first and last lines.
 ERROR_CHARS = 600
 
@@ -24,58 +23,13 @@ class SpecError(Exception):
     """A sweep specification, trace or cluster problem, with a message for the user."""
 
 
-# Simulator options a spec may set: name -> (check, argv).  Everything else about a run is in
-# its property string.
-def _int_pos(name, v):
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise SpecError("option %s: %r is not a positive integer" % (name, v))
-    return [str(v)]
-
-
-def _fraction(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
-        raise SpecError("option %s: %r is not a fraction in (0, 1]" % (name, v))
-    return [repr(float(v))]
-
-
-def _size(name, v):
-    if isinstance(v, bool) or not (isinstance(v, int) and v > 0 or
-                                   isinstance(v, str) and re.fullmatch(r"\d+[KMGT]?", v)):
-        raise SpecError("option %s: %r is not a size (bytes, or a number with K/M/G/T)"
-                        % (name, v))
-    return [str(v)]
-
-
-def _flag(name, v):
-    if not isinstance(v, bool):
-        raise SpecError("option %s: %r is not true or false" % (name, v))
-    return []
-
-
-def _word(name, v):
-    if not isinstance(v, str) or not re.fullmatch(r"[\w-]+", v):
-        raise SpecError("option %s: %r is not a word" % (name, v))
-    return [v]
-
-
-OPTIONS = {"qd": _int_pos, "limit": _int_pos, "fill": _fraction, "capacity": _size,
-           "skip-bad": _flag, "no-drain": _flag, "fit": _word}
-
-
 def sim_args(options):
-    """argv for a dict of simulator options (checked)."""
-    args = []
-    for name, value in options.items():
-        if name not in OPTIONS:
-            raise SpecError("unknown simulator option %r (known: %s)"
-                            % (name, ", ".join(sorted(OPTIONS))))
-        extra = OPTIONS[name](name, value)
-        if OPTIONS[name] is _flag:
-            if value:
-                args.append("--" + name)
-        else:
-            args += ["--" + name] + extra
-    return args
+    """argv for a dict of simulator options (checked; nhsim.OPTIONS are the ones a spec may
+    set, everything else about a run is in its property string)."""
+    try:
+        return nhsim.options_argv(options)
+    except ValueError as e:
+        raise SpecError(str(e))
 
 
 # ---------------------------------------------------------------------------------- the spec
@@ -190,7 +144,7 @@ class Grid:
         self.source = source
         self.name = spec.get("name") or os.path.splitext(os.path.basename(source))[0]
         sim = spec.get("sim")
-        self.sim = os.path.normpath(os.path.join(base, sim)) if sim else DEFAULT_SIM
+        self.sim = os.path.normpath(os.path.join(base, sim)) if sim else nhsim.simulator()
         self.device = spec.get("device", "")
         if not isinstance(self.device, str):
             raise SpecError("%s: device must be a property string" % source)
@@ -248,7 +202,7 @@ class Grid:
 
 
 # ---------------------------------------------------------------------------------- the task
-def replay(sim, trace, fmt, device, args, upload_name=None):
+def replay(sim, trace, fmt, device, options, upload_name=None):
     """One replay, run on a worker.  Returns (statistics document or None, error text or None,
     seconds, worker address).  A missing simulator or trace raises: the sweep stops."""
     where = "this machine"
@@ -266,17 +220,12 @@ def replay(sim, trace, fmt, device, args, upload_name=None):
     if not os.path.isfile(trace):
         raise RuntimeError("%s has no trace %s: put the traces on storage every worker sees at "
                            "the same path, or upload them (upload = true)" % (where, trace))
-    cmd = [sim, "--json", "--device", device, "--trace", trace, "--format", fmt] + list(args)
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=SIM_TIMEOUT)
-    secs = time.monotonic() - t0
-    addr = w.address if w else ""
-    if r.returncode != 0:
-        return None, error_text(r.stderr) or "exit status %d" % r.returncode, secs, addr
     try:
-        return json.loads(r.stdout), None, secs, addr
-    except ValueError:
-        return None, "the simulator printed no JSON document: %s" % r.stdout[:200], secs, addr
+        doc, err = nhsim.replay(trace, fmt, device, sim=sim, **options), None
+    except nhsim.SimError as e:
+        doc, err = None, error_text(e.message)
+    return doc, err, time.monotonic() - t0, w.address if w else ""
 
 
 def error_text(stderr):
@@ -302,33 +251,16 @@ def check_devices(sim, devices):
     """The first of the property strings @devices that the simulator refuses, as (string, the
     first line of its message), or None; run as one task before a grid is scheduled, so that a
     mistyped key stops the sweep once instead of failing every run that has it.  Each string is
-    tried on an empty trace: the simulator parses the properties before it reads the trace, so a
-    string it accepts fails on the trace instead, and that message names the trace's path."""
+    checked by nhsim.check_properties."""
     if not os.access(sim, os.X_OK):
         raise RuntimeError("no simulator at %s: build it there, or point the spec's sim at a "
                            "path every worker sees" % sim)
-    with tempfile.NamedTemporaryFile(prefix="nh-sweep-empty-", suffix=".spc") as empty:
-        for device in devices:
-            r = subprocess.run([sim, "--device", device, "--trace", empty.name, "--format",
-                                "spc"], capture_output=True, text=True)
-            first = (r.stderr.strip().splitlines() or ["exit status %d" % r.returncode])[0]
-            if r.returncode != 0 and empty.name not in first:
-                return device, first
+    for device in devices:
+        try:
+            nhsim.check_properties(device, sim=sim)
+        except nhsim.SimError as e:
+            return device, e.message.splitlines()[0]
     return None
-
-
-def flatten(doc, prefix=""):
-    """{"a": {"b": 1}} -> {"a.b": 1}; lists become JSON text."""
-    flat = {}
-    for k, v in doc.items():
-        key = prefix + str(k)
-        if isinstance(v, dict):
-            flat.update(flatten(v, key + "."))
-        elif isinstance(v, list):
-            flat[key] = json.dumps(v)
-        else:
-            flat[key] = v
-    return flat
 
 
 # ---------------------------------------------------------------------------------- the client
@@ -389,9 +321,11 @@ def run_grid(grid, client, progress=True, log=sys.stderr, local=False, documents
     tmp = tempfile.mkdtemp(prefix="nh-sweep-")
     try:
         if not local:
-            # The task function lives in this module: the scheduler and the workers import it
-            # from a copy sent to them (workers that join later get it too).
-            client.upload_file(os.path.abspath(__file__.replace(".pyc", ".py")))
+            # The task function lives in this module, which runs the replay through nhsim: the
+            # scheduler and the workers import both from copies sent to them (workers that join
+            # later get them too), nhsim first since this module imports it.
+            for module in (nhsim, sys.modules[__name__]):
+                client.upload_file(os.path.abspath(module.__file__.replace(".pyc", ".py")))
         uploads = _upload(client, [t for t in grid.traces if t.upload], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -410,7 +344,7 @@ def run_grid(grid, client, progress=True, log=sys.stderr, local=False, documents
         t = r["trace"]
         args = sim_args(r["options"])
         tag = hashlib.sha1(json.dumps([t.name, r["device"], args]).encode()).hexdigest()[:10]
-        f = client.submit(replay, grid.sim, t.path, t.format, r["device"], args,
+        f = client.submit(replay, grid.sim, t.path, t.format, r["device"], r["options"],
                           uploads.get(t.path) if t.upload else None,
                           key="replay-%d-%s" % (i, tag), pure=False)
         futures[f] = i
@@ -431,7 +365,7 @@ def run_grid(grid, client, progress=True, log=sys.stderr, local=False, documents
                "options": " ".join(sim_args(r["options"])), "error": err,
                "seconds": round(secs, 3), "worker": worker}
         if doc:
-            row.update(flatten(doc))
+            row.update(nhsim.flatten(doc))
         rows[i] = row
         docs[i] = doc
         done += 1
