@@ -1,5 +1,5 @@
 """Device properties: nonsense is refused at realize with a message naming the property, QEMU
-does not start and nothing aborts; good values reach the engine; the README documents every
+does not start and nothing aborts; good values reach the engine; docs/properties.md documents every
 property the device has.
 """
 
@@ -91,7 +91,7 @@ def test_good_properties_reach_the_engine(qemu_binary, tmp_path):
     assert int(cfg["blocks"]) * planes * 128 * 8192 * 88 // 100 >= 64 << 20
 
 
-def test_readme_documents_every_property(qemu_binary):
+def test_properties_page_documents_every_property(qemu_binary):
     out = subprocess.run([qemu_binary, "-device", "nvme-hybrid,help"], capture_output=True,
                          text=True, timeout=60).stdout
     props = set(re.findall(r"^  ([a-z][a-z0-9-]*)=", out, re.M))
@@ -99,12 +99,12 @@ def test_readme_documents_every_property(qemu_binary):
     generic = {"addr", "romfile", "romsize", "rombar", "multifunction", "busnr", "acpi-index",
                "failover_pair_id", "x-max-bounce-buffer-size"}
     props = {p for p in props if p not in generic and not p.startswith("x-pcie")}
-    with open(os.path.join(REPO, "README.md")) as f:
+    with open(os.path.join(REPO, "docs", "properties.md")) as f:
         readme = f.read()
     documented = set(re.findall(r"^\| `([a-z0-9-]+)`", readme, re.M))
     documented |= set(re.findall(r"`([a-z0-9-]+)`,? ", readme))
     missing = sorted(p for p in props if p not in documented)
-    assert not missing, f"README.md's property tables lack: {missing}"
+    assert not missing, f"docs/properties.md's property tables lack: {missing}"
 
 
 @pytest.mark.parametrize("props,npwg,nows", [
