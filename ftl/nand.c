@@ -70,12 +70,17 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counter
     return n;
 }
 
+static void bus_clear(NhBus *b);
+
 void nh_nand_free(NhNand *n)
 {
     if (n) {
         nh_sched_free(n->sched);
         g_free(n->op);
         g_free(n->die_free);
+        for (uint32_t c = 0; c < n->g.channels; c++) {
+            bus_clear(&n->bus[c]);
+        }
         g_free(n->bus);
         g_free(n->erase_count);
         g_free(n->next_page);
@@ -100,18 +105,160 @@ void nh_nand_batch_end(NhNand *n)
  * oldest is dropped too and the bus counts as busy until it ended (a trace whose requests all
  * arrive at once would otherwise keep every transfer). */
 
-/* The @i-th kept run of bus @b, oldest first. */
-static inline NhBusRun *run_at(NhBus *b, uint32_t i)
+/* A place among the runs of a bus: run @k of chunk @c, or after them all when @c is nchunks. */
+typedef struct BusPos {
+    uint32_t c, k;
+} BusPos;
+
+static NhBusChunk *chunk_new(NhBus *b)
 {
-    return &b->run[(b->head + i) & (NH_BUS_KEPT - 1)];
+    NhBusChunk *ch = b->spare ? b->spare : g_new(NhBusChunk, 1);
+
+    b->spare = NULL;
+    ch->lo = ch->hi = 0;
+    return ch;
+}
+
+static void chunk_insert(NhBus *b, uint32_t c, NhBusChunk *ch)
+{
+    if (b->nchunks == b->cap) {
+        b->cap = MAX(16, b->cap * 2);
+        b->chunk = g_renew(NhBusChunk *, b->chunk, b->cap);
+    }
+    memmove(&b->chunk[c + 1], &b->chunk[c], (b->nchunks - c) * sizeof(*b->chunk));
+    b->chunk[c] = ch;
+    b->nchunks++;
+}
+
+static void chunk_remove(NhBus *b, uint32_t c)
+{
+    g_free(b->spare);
+    b->spare = b->chunk[c];
+    b->nchunks--;
+    memmove(&b->chunk[c], &b->chunk[c + 1], (b->nchunks - c) * sizeof(*b->chunk));
+}
+
+static void bus_clear(NhBus *b)
+{
+    for (uint32_t c = 0; c < b->nchunks; c++) {
+        g_free(b->chunk[c]);
+    }
+    g_free(b->chunk);
+    g_free(b->spare);
+    *b = (NhBus){ 0 };
+}
+
+static inline NhBusRun *run_at(const NhBus *b, BusPos p)
+{
+    return &b->chunk[p.c]->run[p.k];
+}
+
+static inline BusPos pos_next(const NhBus *b, BusPos p)
+{
+    if (++p.k == b->chunk[p.c]->hi && ++p.c < b->nchunks) {
+        p.k = b->chunk[p.c]->lo;
+    }
+    return p;
+}
+
+/* The run before @p, NULL at the first. */
+static inline NhBusRun *run_before(const NhBus *b, BusPos p)
+{
+    if (p.c < b->nchunks && p.k > b->chunk[p.c]->lo) {
+        return &b->chunk[p.c]->run[p.k - 1];
+    }
+    return p.c ? &b->chunk[p.c - 1]->run[b->chunk[p.c - 1]->hi - 1] : NULL;
+}
+
+/* The first run that ends after @at. */
+static BusPos bus_find(const NhBus *b, uint64_t at)
+{
+    uint32_t lo = 0, hi = b->nchunks;
+    const NhBusChunk *ch;
+
+    if (!hi || b->chunk[hi - 1]->run[b->chunk[hi - 1]->hi - 1].end <= at) {
+        return (BusPos){ hi, 0 };
+    }
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        ch = b->chunk[mid];
+        if (ch->run[ch->hi - 1].end <= at) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    ch = b->chunk[lo];
+    hi = ch->hi - 1;
+    for (uint32_t k = ch->lo; k < hi;) {
+        uint32_t mid = k + (hi - k) / 2;
+        if (ch->run[mid].end <= at) {
+            k = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return (BusPos){ lo, hi };
+}
+
+static void bus_insert(NhBus *b, BusPos p, NhBusRun r)
+{
+    NhBusChunk *ch, *up;
+
+    if (p.c == b->nchunks) {
+        ch = p.c ? b->chunk[p.c - 1] : NULL;
+        if (!ch || ch->hi == NH_BUS_CHUNK) {
+            ch = chunk_new(b);
+            chunk_insert(b, b->nchunks, ch);
+        }
+        ch->run[ch->hi++] = r;
+        return;
+    }
+    ch = b->chunk[p.c];
+    if (p.k == ch->lo && ch->lo) {
+        ch->run[--ch->lo] = r;
+    } else if (ch->hi < NH_BUS_CHUNK) {
+        memmove(&ch->run[p.k + 1], &ch->run[p.k], (ch->hi - p.k) * sizeof(NhBusRun));
+        ch->run[p.k] = r;
+        ch->hi++;
+    } else if (ch->lo) {
+        memmove(&ch->run[ch->lo - 1], &ch->run[ch->lo], (p.k - ch->lo) * sizeof(NhBusRun));
+        ch->lo--;
+        ch->run[p.k - 1] = r;
+    } else {
+        /* full: its upper half goes to a new chunk after it */
+        up = chunk_new(b);
+        memcpy(up->run, &ch->run[NH_BUS_CHUNK / 2], NH_BUS_CHUNK / 2 * sizeof(NhBusRun));
+        up->hi = ch->hi = NH_BUS_CHUNK / 2;
+        chunk_insert(b, p.c + 1, up);
+        if (p.k >= NH_BUS_CHUNK / 2) {
+            p = (BusPos){ p.c + 1, p.k - NH_BUS_CHUNK / 2 };
+        }
+        bus_insert(b, p, r);
+    }
+}
+
+static void bus_remove(NhBus *b, BusPos p)
+{
+    NhBusChunk *ch = b->chunk[p.c];
+
+    if (p.k == ch->lo) {
+        ch->lo++;
+    } else {
+        memmove(&ch->run[p.k], &ch->run[p.k + 1], (ch->hi - p.k - 1) * sizeof(NhBusRun));
+        ch->hi--;
+    }
+    if (ch->lo == ch->hi) {
+        chunk_remove(b, p.c);
+    }
 }
 
 /* Forget the oldest transfers: those ending by the horizon, and beyond NH_BUS_KEPT the oldest
  * (the floor then keeps the bus busy until they ended). */
 static void bus_drop(NhNand *n, NhBus *b, uint64_t x)
 {
-    while (b->len) {
-        NhBusRun *r = run_at(b, 0);
+    while (b->nchunks) {
+        NhBusRun *r = run_at(b, (BusPos){ 0, b->chunk[0]->lo });
         uint64_t in_run = (r->end - r->start) / x;
         uint64_t k = n->horizon > r->start ? MIN(in_run, (n->horizon - r->start) / x) : 0;
 
@@ -127,8 +274,7 @@ static void bus_drop(NhNand *n, NhBus *b, uint64_t x)
         if (r->start < r->end) {
             return;
         }
-        b->head++;
-        b->len--;
+        bus_remove(b, (BusPos){ 0, b->chunk[0]->lo });
     }
 }
 
@@ -136,8 +282,8 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
 {
     NhBus *b = &n->bus[ch];
     uint64_t x = n->t.t_xfer, at;
-    uint32_t lo, hi, i;
     NhBusRun *prev, *next;
+    BusPos p;
 
     n->stats->nand_channel_busy_ns += x;
     if (!nh_sched_defers(n->sched)) {
@@ -149,42 +295,24 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
     /* the first run that ends after @ready, then the first gap from there; mostly the bus is
      * free from @ready on, after all of them */
     at = MAX(ready, b->floor);
-    lo = 0;
-    hi = b->len;
-    if (!hi || run_at(b, hi - 1)->end <= at) {
-        lo = hi;
+    for (p = bus_find(b, at); p.c < b->nchunks && run_at(b, p)->start < at + x;
+         p = pos_next(b, p)) {
+        at = run_at(b, p)->end;
     }
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (run_at(b, mid)->end <= at) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    for (i = lo; i < b->len && run_at(b, i)->start < at + x; i++) {
-        at = run_at(b, i)->end;
-    }
-    /* [at, at + x) lies between runs i - 1 and i: it extends them, joins them, or is a new
-     * run (mostly the newest: few or none move) */
-    prev = i > 0 && run_at(b, i - 1)->end == at ? run_at(b, i - 1) : NULL;
-    next = i < b->len && run_at(b, i)->start == at + x ? run_at(b, i) : NULL;
+    /* [at, at + x) lies just before run p: it extends the run before, joins the two, or is a
+     * new run (mostly the newest) */
+    prev = run_before(b, p);
+    prev = prev && prev->end == at ? prev : NULL;
+    next = p.c < b->nchunks && run_at(b, p)->start == at + x ? run_at(b, p) : NULL;
     if (prev && next) {
         prev->end = next->end;
-        for (uint32_t j = i; j + 1 < b->len; j++) {
-            *run_at(b, j) = *run_at(b, j + 1);
-        }
-        b->len--;
+        bus_remove(b, p);
     } else if (prev) {
         prev->end = at + x;
     } else if (next) {
         next->start = at;
     } else {
-        for (uint32_t j = b->len; j > i; j--) {
-            *run_at(b, j) = *run_at(b, j - 1);
-        }
-        *run_at(b, i) = (NhBusRun){ at, at + x };
-        b->len++;
+        bus_insert(b, p, (NhBusRun){ at, at + x });
     }
     b->transfers++;
     b->last = MAX(b->last, at + x);
@@ -445,7 +573,9 @@ void nh_nand_advance(NhNand *n, uint64_t t)
 void nh_nand_clock_reset(NhNand *n)
 {
     memset(n->die_free, 0, sizeof(uint64_t) * n->g.ndies);
-    memset(n->bus, 0, sizeof(NhBus) * n->g.channels);
+    for (uint32_t c = 0; c < n->g.channels; c++) {
+        bus_clear(&n->bus[c]);
+    }
     n->horizon = 0;
     memset(n->op, 0, sizeof(NhDieOp) * n->g.ndies);
     nh_sched_reset(n->sched);

@@ -61,14 +61,13 @@ typedef struct NhDieOp {
     bool     program;
 } NhDieOp;
 
-/* Transfers a bus keeps (nand.c); a power of two, for the ring's index mask.  Beyond it the
- * oldest is dropped and the bus counts as busy until it ended, a floor that turns the bus first
- * come first served behind everything booked ahead of it, so it must hold what a burst books:
- * at 256, cloudPhysicsIO (2 GiB, fill 1, open loop, arrivals a second apart in bursts of
- * thousands of pages) had its dies held 508 s waiting for a bus that was busy 17 s in all
- * (read mean 449 ms under alloc=dynamic, 117 ms under static), and steady-state random writes
- * kept the dies busy 57% of the run; at 16384, 0.2 s (49 and 13 ms), 99.9% busy.  16384 starts
- * are 128 KiB a channel. */
+/* Transfers a bus keeps (nand.c).  Beyond it the oldest is dropped and the bus counts as busy
+ * until it ended, a floor that turns the bus first come first served behind everything booked
+ * ahead of it, so it must hold what a burst books: at 256, cloudPhysicsIO (2 GiB, fill 1, open
+ * loop, arrivals a second apart in bursts of thousands of pages) had its dies held 508 s waiting
+ * for a bus that was busy 17 s in all (read mean 449 ms under alloc=dynamic, 117 ms under
+ * static), and steady-state random writes kept the dies busy 57% of the run; at 16384, 0.2 s
+ * (49 and 13 ms), 99.9% busy. */
 #define NH_BUS_KEPT 16384
 
 /* A run of transfers booked back to back on a bus: [start, end), a multiple of t_xfer long. */
@@ -76,16 +75,25 @@ typedef struct NhBusRun {
     uint64_t start, end;
 } NhBusRun;
 
+/* Runs a chunk of a bus holds: a booking into a gap moves at most this many. */
+#define NH_BUS_CHUNK 64
+
+typedef struct NhBusChunk {
+    uint32_t lo, hi;                /* runs [lo, hi) in use, ascending */
+    NhBusRun run[NH_BUS_CHUNK];
+} NhBusChunk;
+
 /* A channel bus: the transfers booked on it that have not ended by the horizon, in time order,
- * as runs of back-to-back transfers.  A ring, not a GArray: the oldest are dropped at almost
- * every booking, and removing them from the front of an array moved all the others each time
- * (measured: a third of sched=prio's replay).  Runs, not single transfers: a busy bus books
- * thousands back to back, and finding a gap and inserting among them one by one was half of
- * sched=prio's replay once the bus kept 16384 of them. */
+ * as runs of back-to-back transfers.  Runs, not single transfers: a busy bus books thousands
+ * back to back.  In chunks, not one array: GC's transfers fill gaps hundreds of runs before the
+ * newest, and moving every later run to insert one was half of sched=prio's replay (200k random
+ * writes after --fill 1, QD 32); the oldest runs are dropped at almost every booking, so a
+ * chunk's start moves rather than its runs. */
 typedef struct NhBus {
-    NhBusRun  run[NH_BUS_KEPT];     /* ascending from head */
-    uint32_t  head, len;            /* runs kept */
-    uint32_t  transfers;            /* transfers in them, at most NH_BUS_KEPT */
+    NhBusChunk **chunk;             /* [nchunks] in time order, none empty */
+    uint32_t  nchunks, cap;
+    NhBusChunk *spare;              /* an emptied chunk kept for the next one needed */
+    uint32_t  transfers;            /* transfers in the runs, at most NH_BUS_KEPT */
     uint64_t  last;             /* when the latest transfer ends */
     uint64_t  floor;            /* busy before this: transfers no longer kept ended there */
 } NhBus;
