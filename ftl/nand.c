@@ -56,6 +56,12 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counter
     /* MB/s is 10^6 B/s, so ns = bytes * 1000 / MBps; round up so a transfer never costs 0 */
     n->t.t_xfer = ((uint64_t)cfg->page_size * 1000 + cfg->channel_mbps - 1) / cfg->channel_mbps;
     n->wl = cfg->one_shot == NH_ON ? 3 : 1;
+    n->div_pages = nh_divisor(n->g.pages);
+    n->div_plane = nh_divisor(n->g.blocks);
+    n->div_die = nh_divisor(n->g.blocks * n->g.planes);
+    n->div_channel = nh_divisor(n->g.blocks * n->g.planes * n->g.dies * n->g.ways);
+    n->div_planes = nh_divisor(n->g.planes);
+    n->div_wl = nh_divisor(n->wl);
     n->stats = stats;
     /* what a queued operation will hold its die for (with its transfer, as the die is held) */
     op_ns[NH_FOP_READ] = n->t.t_read + n->t.t_xfer;
@@ -323,13 +329,13 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
 static NhDieOp *joinable(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t *slot)
 {
     NhDieOp *op = &n->op[die];
-    uint32_t page = ppn % n->g.pages;
-    uint32_t plane = nh_pu_of_block(n, nh_block_of(n, ppn)) % n->g.planes;
-    uint32_t wl = program ? n->wl : 1;
+    uint32_t page = nh_page_in_block(n, ppn);
+    uint32_t plane = nh_mod(nh_pu_of_block(n, nh_block_of(n, ppn)), n->div_planes);
+    NhDivisor wl = program ? n->div_wl : nh_divisor(1);
 
-    *slot = 1ull << (plane * wl + page % wl);
+    *slot = 1ull << (plane * wl.d + nh_mod(page, wl));
     if (!n->batch || op->batch != n->batch || op->program != program ||
-        n->die_free[die] != op->done || op->wordline != page / wl || (op->slots & *slot)) {
+        n->die_free[die] != op->done || op->wordline != nh_div(page, wl) || (op->slots & *slot)) {
         return NULL;
     }
     return op;
@@ -340,7 +346,8 @@ static void record(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t
 {
     n->op[die] = (NhDieOp){
         .batch = n->batch, .sensed = sensed, .done = done, .slots = slot,
-        .wordline = ppn % n->g.pages / (program ? n->wl : 1), .program = program,
+        .wordline = nh_div(nh_page_in_block(n, ppn), program ? n->div_wl : nh_divisor(1)),
+        .program = program,
     };
 }
 
@@ -354,15 +361,16 @@ typedef struct Target {
     NhDieOp *op;
 } Target;
 
-static Target target(NhNand *n, uint32_t ppn, bool program)
+/* Inlined, filling the caller's: returned by value, the struct was assembled on the stack
+ * with narrow stores read back by wide loads, a stall that made this a tenth of sched=prio's
+ * replay (perf). */
+static inline void target(NhNand *n, uint32_t ppn, bool program, Target *x)
 {
-    Target x = { .blk = nh_block_of(n, ppn) };
-
-    x.die = nh_die_of_block(n, x.blk);
-    x.die_free = &n->die_free[x.die];
-    x.ch = nh_channel_of_block(n, x.blk);
-    x.op = joinable(n, x.die, ppn, program, &x.slot);
-    return x;
+    x->blk = nh_block_of(n, ppn);
+    x->die = nh_die_of_block(n, x->blk);
+    x->die_free = &n->die_free[x->die];
+    x->ch = nh_channel_of_block(n, x->blk);
+    x->op = joinable(n, x->die, ppn, program, &x->slot);
 }
 
 /* A die's time from @from to @to is busy (@to > @from counts; an operation joining another
@@ -375,9 +383,11 @@ static void die_busy(NhNand *n, uint64_t from, uint64_t to)
 /* Book read @ppn from @now; *joined: it shared the tR of the die's latest operation. */
 static uint64_t book_read(NhNand *n, uint32_t ppn, uint64_t now, bool *joined)
 {
-    Target x = target(n, ppn, false);
-    uint64_t sensed, done, start = max64(now, *x.die_free);
+    Target x;
+    uint64_t sensed, done, start;
 
+    target(n, ppn, false, &x);
+    start = max64(now, *x.die_free);
     *joined = x.op != NULL;
     if (x.op) {
         /* sensed with the others in one tR; its transfer follows theirs */
@@ -399,9 +409,10 @@ static uint64_t book_read(NhNand *n, uint32_t ppn, uint64_t now, bool *joined)
 
 static uint64_t book_program(NhNand *n, uint32_t ppn, uint64_t now, bool *joined)
 {
-    Target x = target(n, ppn, true);
+    Target x;
     uint64_t moved, done, start;
 
+    target(n, ppn, true, &x);
     *joined = x.op != NULL;
     if (x.op) {
         /* its data follows the others into the die's registers; the one tPROG starts after */
@@ -475,7 +486,7 @@ static uint64_t read_page(NhNand *n, uint32_t ppn, uint64_t now, bool written)
     uint64_t done;
     bool joined;
 
-    if (written && ppn % n->g.pages >= n->next_page[blk]) {
+    if (written && nh_page_in_block(n, ppn) >= n->next_page[blk]) {
         n->violations++;
     }
     n->stats->nand_page_reads++;
@@ -521,10 +532,10 @@ uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now)
     bool joined;
 
     /* ascending order; erased pages may be skipped (block-mapped FTLs leave holes) */
-    if (ppn % n->g.pages < n->next_page[blk]) {
+    if (nh_page_in_block(n, ppn) < n->next_page[blk]) {
         n->violations++;
     }
-    n->next_page[blk] = ppn % n->g.pages + 1;
+    n->next_page[blk] = nh_page_in_block(n, ppn) + 1;
     n->stats->nand_page_programs++;
     if (n->untimed ||
         queued(n, (NhFlashOp){ ppn, NH_FOP_PROGRAM }, die, now, &n->stats->nand_program_ops)) {

@@ -45,6 +45,34 @@ typedef struct NhGeometry {
     uint64_t npages;        /* all physical pages */
 } NhGeometry;
 
+/* Division of a 32-bit value by a divisor fixed when the device is made, as one multiplication
+ * by its reciprocal (exact for every 32-bit dividend: Lemire, Kaser and Kurz, "Faster Remainder
+ * by Direct Computation", 2019).  Every flash operation finds its block, plane, die and channel
+ * by dividing by the geometry, and those divisions were a sixth of sched=prio's replay (perf). */
+typedef struct NhDivisor {
+    uint64_t m;     /* 2^64 / d rounded up; 0 for d = 1, whose 2^64 does not fit */
+    uint32_t d;
+} NhDivisor;
+
+static inline NhDivisor nh_divisor(uint32_t d)
+{
+    return (NhDivisor){ d > 1 ? UINT64_MAX / d + 1 : 0, d };
+}
+
+static inline uint32_t nh_div(uint32_t x, NhDivisor v)
+{
+#ifdef __SIZEOF_INT128__
+    return v.m ? (uint32_t)(((unsigned __int128)v.m * x) >> 64) : x;
+#else
+    return x / v.d;
+#endif
+}
+
+static inline uint32_t nh_mod(uint32_t x, NhDivisor v)
+{
+    return x - nh_div(x, v) * v.d;
+}
+
 typedef struct NhTiming {
     uint64_t t_read, t_prog, t_erase;   /* ns */
     uint64_t t_xfer;                    /* one page over the channel bus, ns */
@@ -102,6 +130,8 @@ typedef struct NhNand {
     NhGeometry g;
     NhTiming   t;
     uint32_t   wl;          /* pages one program operation covers per plane: 3 with one-shot */
+    /* by pages a block, blocks a plane, a die and a channel, planes a die, and wl */
+    NhDivisor  div_pages, div_plane, div_die, div_channel, div_planes, div_wl;
     uint64_t   batch;       /* current batch id; 0 outside a batch */
     uint64_t   batches;     /* ids handed out */
     NhDieOp   *op;          /* [ndies] */
@@ -131,15 +161,26 @@ void nh_geometry_init(NhGeometry *g, const NhConfig *cfg);
 NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counters);
 void nh_nand_free(NhNand *nand);
 
-static inline uint32_t nh_block_of(const NhNand *n, uint32_t ppn) { return ppn / n->g.pages; }
-static inline uint32_t nh_pu_of_block(const NhNand *n, uint32_t blk) { return blk / n->g.blocks; }
+static inline uint32_t nh_block_of(const NhNand *n, uint32_t ppn)
+{
+    return nh_div(ppn, n->div_pages);
+}
+/* Page @ppn's offset in its block. */
+static inline uint32_t nh_page_in_block(const NhNand *n, uint32_t ppn)
+{
+    return nh_mod(ppn, n->div_pages);
+}
+static inline uint32_t nh_pu_of_block(const NhNand *n, uint32_t blk)
+{
+    return nh_div(blk, n->div_plane);
+}
 static inline uint32_t nh_die_of_block(const NhNand *n, uint32_t blk)
 {
-    return blk / (n->g.blocks * n->g.planes);
+    return nh_div(blk, n->div_die);
 }
 static inline uint32_t nh_channel_of_block(const NhNand *n, uint32_t blk)
 {
-    return blk / (n->g.blocks * n->g.planes * n->g.dies * n->g.ways);
+    return nh_div(blk, n->div_channel);
 }
 
 /* Plane @i of the write striping order: channel changes fastest, then way, die and plane, so
