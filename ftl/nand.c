@@ -131,7 +131,9 @@ static void chunk_insert(NhBus *b, uint32_t c, NhBusChunk *ch)
         b->cap = MAX(16, b->cap * 2);
         b->chunk = g_renew(NhBusChunk *, b->chunk, b->cap);
     }
-    memmove(&b->chunk[c + 1], &b->chunk[c], (b->nchunks - c) * sizeof(*b->chunk));
+    if (c < b->nchunks) {
+        memmove(&b->chunk[c + 1], &b->chunk[c], (b->nchunks - c) * sizeof(*b->chunk));
+    }
     b->chunk[c] = ch;
     b->nchunks++;
 }
@@ -207,17 +209,24 @@ static BusPos bus_find(const NhBus *b, uint64_t at)
     return (BusPos){ lo, hi };
 }
 
+/* Run @r after all the others. */
+static inline void bus_append(NhBus *b, NhBusRun r)
+{
+    NhBusChunk *ch = b->nchunks ? b->chunk[b->nchunks - 1] : NULL;
+
+    if (!ch || ch->hi == NH_BUS_CHUNK) {
+        ch = chunk_new(b);
+        chunk_insert(b, b->nchunks, ch);
+    }
+    ch->run[ch->hi++] = r;
+}
+
 static void bus_insert(NhBus *b, BusPos p, NhBusRun r)
 {
     NhBusChunk *ch, *up;
 
     if (p.c == b->nchunks) {
-        ch = p.c ? b->chunk[p.c - 1] : NULL;
-        if (!ch || ch->hi == NH_BUS_CHUNK) {
-            ch = chunk_new(b);
-            chunk_insert(b, b->nchunks, ch);
-        }
-        ch->run[ch->hi++] = r;
+        bus_append(b, r);
         return;
     }
     ch = b->chunk[p.c];
@@ -288,7 +297,7 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
 {
     NhBus *b = &n->bus[ch];
     uint64_t x = n->t.t_xfer, at;
-    NhBusRun *prev, *next;
+    NhBusRun *prev, *next, *last;
     BusPos p;
 
     n->stats->nand_channel_busy_ns += x;
@@ -298,9 +307,20 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
         return b->last;
     }
     bus_drop(n, b, x);
-    /* the first run that ends after @ready, then the first gap from there; mostly the bus is
-     * free from @ready on, after all of them */
     at = MAX(ready, b->floor);
+    last = b->nchunks ? &b->chunk[b->nchunks - 1]->run[b->chunk[b->nchunks - 1]->hi - 1] : NULL;
+    if (!last || last->end <= at) {
+        /* mostly the bus is free from @ready on, after all of them */
+        if (last && last->end == at) {
+            last->end = at + x;
+        } else {
+            bus_append(b, (NhBusRun){ at, at + x });
+        }
+        b->transfers++;
+        b->last = MAX(b->last, at + x);
+        return at + x;
+    }
+    /* the first run that ends after @ready, then the first gap from there */
     for (p = bus_find(b, at); p.c < b->nchunks && run_at(b, p)->start < at + x;
          p = pos_next(b, p)) {
         at = run_at(b, p)->end;
