@@ -394,19 +394,47 @@ static void progress(uint64_t done, uint64_t total)
     }
 }
 
-/* The replay's request @i: from those the first pass kept, or read again from @tr. */
-static int replay_rec(NhTrace *tr, const Scan *sc, uint64_t i, NhTraceRec *rec, GError **errp)
+/* Request @i of those the first pass kept; NULL when it kept none (the trace is read again). */
+static inline NhTraceRec *kept_rec(const Scan *sc, uint64_t i)
 {
     if (sc->sorted) {
-        *rec = g_array_index(sc->sorted, Ordered, i).rec;
-        return 1;
+        return &g_array_index(sc->sorted, Ordered, i).rec;
     }
-    if (sc->kept) {
-        *rec = sc->kept[i];
-        return 1;
-    }
-    return nh_trace_next(tr, rec, errp);
+    return sc->kept ? &sc->kept[i] : NULL;
 }
+
+/* The replay's request @i, with --fit at its place in the device (the kept ones were moved
+ * there before: fit_kept). */
+static int replay_rec(NhTrace *tr, const Scan *sc, uint64_t i, NhTraceRec *rec, GError **errp)
+{
+    const NhTraceRec *k = kept_rec(sc, i);
+    int r;
+
+    if (k) {
+        *rec = *k;
+        return 1;
+    }
+    r = nh_trace_next(tr, rec, errp);
+    if (r > 0 && fit) {
+        rec->offset = nh_fit_map(fit, rec->offset, rec->length);
+    }
+    return r;
+}
+
+/* --fit: the kept requests moved to their places in the device, in the replay's order, before
+ * it starts, so that it can look ahead (replay). */
+static void fit_kept(const Scan *sc, uint64_t nreq)
+{
+    NhTraceRec *k;
+
+    for (uint64_t i = 0; fit && i < nreq && (k = kept_rec(sc, i)); i++) {
+        k->offset = nh_fit_map(fit, k->offset, k->length);
+    }
+}
+
+/* How many requests ahead the replay asks the engine to prefetch a request's mapping: far
+ * enough for a cache miss to resolve while those before it are modelled. */
+#define PREFETCH_AHEAD 8
 
 /*
  * Replay the first @nreq requests of @tr from time @base: at the trace's times (open loop) or,
@@ -428,10 +456,12 @@ static bool replay(NhEngine *eng, NhTrace *tr, const Scan *sc, uint64_t nreq,
     for (uint64_t i = 0; i < nreq && replay_rec(tr, sc, i, &rec, errp) > 0; i++) {
         NhRequest req = { .op = rec.op, .offset = rec.offset, .length = rec.length,
                           .stream = rec.op == NH_OP_WRITE ? rec.stream : 0 };
+        const NhTraceRec *ahead = i + PREFETCH_AHEAD < nreq ? kept_rec(sc, i + PREFETCH_AHEAD)
+                                                            : NULL;
         uint64_t done;
 
-        if (fit) {
-            req.offset = nh_fit_map(fit, rec.offset, rec.length);
+        if (ahead) {
+            nh_engine_prefetch(eng, &(NhRequest){ .offset = ahead->offset });
         }
 
         if (opt_qd) {
@@ -609,6 +639,7 @@ int main(int argc, char **argv)
     }
     end_time = base;
     t0 = g_get_monotonic_time();
+    fit_kept(&scan, nreq);
     if (!replay(eng, tr, &scan, nreq, base, &end_time, &err)) {
         return fail(err);
     }
