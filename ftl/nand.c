@@ -178,35 +178,31 @@ static inline NhBusRun *run_before(const NhBus *b, BusPos p)
     return p.c ? &b->chunk[p.c - 1]->run[b->chunk[p.c - 1]->hi - 1] : NULL;
 }
 
-/* The first run that ends after @at. */
+/* The first run that ends after @at.  Lower bounds without branches (a select a step: the
+ * branches of a binary search were mispredicted, a tenth of the bus's time, perf). */
 static BusPos bus_find(const NhBus *b, uint64_t at)
 {
-    uint32_t lo = 0, hi = b->nchunks;
-    const NhBusChunk *ch;
+    NhBusChunk *const *c = b->chunk;
+    const NhBusRun *r;
+    uint32_t n = b->nchunks;
 
-    if (!hi || b->chunk[hi - 1]->run[b->chunk[hi - 1]->hi - 1].end <= at) {
-        return (BusPos){ hi, 0 };
+    if (!n || c[n - 1]->run[c[n - 1]->hi - 1].end <= at) {
+        return (BusPos){ n, 0 };
     }
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        ch = b->chunk[mid];
-        if (ch->run[ch->hi - 1].end <= at) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+    /* the answer lies in c[0, n), and c[n - 1] ends after @at */
+    while (n > 1) {
+        uint32_t half = n / 2;
+        c = c[half - 1]->run[c[half - 1]->hi - 1].end <= at ? c + half : c;
+        n -= half;
     }
-    ch = b->chunk[lo];
-    hi = ch->hi - 1;
-    for (uint32_t k = ch->lo; k < hi;) {
-        uint32_t mid = k + (hi - k) / 2;
-        if (ch->run[mid].end <= at) {
-            k = mid + 1;
-        } else {
-            hi = mid;
-        }
+    r = &(*c)->run[(*c)->lo];
+    n = (*c)->hi - (*c)->lo;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        r = r[half - 1].end <= at ? r + half : r;
+        n -= half;
     }
-    return (BusPos){ lo, hi };
+    return (BusPos){ (uint32_t)(c - b->chunk), (uint32_t)(r - (*c)->run) };
 }
 
 /* Run @r after all the others. */
