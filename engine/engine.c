@@ -564,9 +564,9 @@ uint64_t nh_engine_finish(NhEngine *eng, uint64_t now)
     return t;
 }
 
-void nh_engine_prefetch(const NhEngine *eng, const NhRequest *req)
+void nh_engine_prefetch(const NhEngine *eng, uint64_t offset)
 {
-    uint64_t lpn = req->offset / eng->cfg.page_size;
+    uint64_t lpn = offset / eng->cfg.page_size;
 
     if (eng->ops->prefetch && lpn < eng->lpages) {
         eng->ops->prefetch(eng->ftl, lpn);

@@ -404,21 +404,23 @@ static inline NhTraceRec *kept_rec(const Scan *sc, uint64_t i)
 }
 
 /* The replay's request @i, with --fit at its place in the device (the kept ones were moved
- * there before: fit_kept). */
-static int replay_rec(NhTrace *tr, const Scan *sc, uint64_t i, NhTraceRec *rec, GError **errp)
+ * there before: fit_kept): where the first pass kept it, else read again into @buf; NULL at the
+ * end of the trace or at an error. */
+static const NhTraceRec *replay_rec(NhTrace *tr, const Scan *sc, uint64_t i, NhTraceRec *buf,
+                                    GError **errp)
 {
     const NhTraceRec *k = kept_rec(sc, i);
-    int r;
 
     if (k) {
-        *rec = *k;
-        return 1;
+        return k;
     }
-    r = nh_trace_next(tr, rec, errp);
-    if (r > 0 && fit) {
-        rec->offset = nh_fit_map(fit, rec->offset, rec->length);
+    if (nh_trace_next(tr, buf, errp) <= 0) {
+        return NULL;
     }
-    return r;
+    if (fit) {
+        buf->offset = nh_fit_map(fit, buf->offset, buf->length);
+    }
+    return buf;
 }
 
 /* --fit: the kept requests moved to their places in the device, in the replay's order, before
@@ -444,7 +446,8 @@ static bool replay(NhEngine *eng, NhTrace *tr, const Scan *sc, uint64_t nreq,
                    uint64_t base, uint64_t *end_time, GError **errp)
 {
     Inflight inflight = { NULL, NULL, 0 };
-    NhTraceRec rec;
+    NhTraceRec buf;
+    const NhTraceRec *rec;
     uint64_t first = 0, now = base;
     uint32_t slot = 0;
     bool ok = true;
@@ -453,15 +456,15 @@ static bool replay(NhEngine *eng, NhTrace *tr, const Scan *sc, uint64_t nreq,
         inflight.done = g_new(uint64_t, opt_qd);
         inflight.heap = g_new(uint32_t, opt_qd);
     }
-    for (uint64_t i = 0; i < nreq && replay_rec(tr, sc, i, &rec, errp) > 0; i++) {
-        NhRequest req = { .op = rec.op, .offset = rec.offset, .length = rec.length,
-                          .stream = rec.op == NH_OP_WRITE ? rec.stream : 0 };
+    for (uint64_t i = 0; i < nreq && (rec = replay_rec(tr, sc, i, &buf, errp)); i++) {
+        NhRequest req = { .op = rec->op, .offset = rec->offset, .length = rec->length,
+                          .stream = rec->op == NH_OP_WRITE ? rec->stream : 0 };
         const NhTraceRec *ahead = i + PREFETCH_AHEAD < nreq ? kept_rec(sc, i + PREFETCH_AHEAD)
                                                             : NULL;
         uint64_t done;
 
         if (ahead) {
-            nh_engine_prefetch(eng, &(NhRequest){ .offset = ahead->offset });
+            nh_engine_prefetch(eng, ahead->offset);
         }
 
         if (opt_qd) {
@@ -472,11 +475,11 @@ static bool replay(NhEngine *eng, NhTrace *tr, const Scan *sc, uint64_t nreq,
             }
         } else {
             if (i == 0) {
-                first = rec.time_ns;
+                first = rec->time_ns;
             }
             /* traces are not always sorted (counted by first_pass); the engine needs time that
              * never goes back, so a request is issued no earlier than the latest before it */
-            now = MAX(now, base + (rec.time_ns > first ? rec.time_ns - first : 0));
+            now = MAX(now, base + (rec->time_ns > first ? rec->time_ns - first : 0));
         }
         if ((i & 0xffff) == 0xffff) {
             progress(i + 1, nreq);

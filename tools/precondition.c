@@ -70,7 +70,7 @@ bool nh_precondition(NhEngine *eng, uint64_t capacity, double fraction, NhFillRe
         uint64_t *slot = &ahead[rep->rand_writes % AHEAD], page = *slot;
 
         *slot = draw(rnd, pages);
-        nh_engine_prefetch(eng, &(NhRequest){ .offset = *slot * ps });
+        nh_engine_prefetch(eng, *slot * ps);
         if (!submit(eng, NH_OP_WRITE, page * ps, ps, &now, errp)) {
             g_rand_free(rnd);
             return false;
