@@ -434,9 +434,11 @@ static void fit_kept(const Scan *sc, uint64_t nreq)
     }
 }
 
-/* How many requests ahead the replay asks the engine to prefetch a request's mapping: far
- * enough for a cache miss to resolve while those before it are modelled. */
-#define PREFETCH_AHEAD 8
+/* How many requests ahead the replay asks the engine to prefetch a request's mapping entry,
+ * then what the entry points at (nh_engine_prefetch): far enough for a cache miss to resolve
+ * while those before it are modelled. */
+#define PREFETCH_AHEAD 16
+#define PREFETCH_DEEP 8
 
 /*
  * Replay the first @nreq requests of @tr from time @base: at the trace's times (open loop) or,
@@ -461,10 +463,15 @@ static bool replay(NhEngine *eng, NhTrace *tr, const Scan *sc, uint64_t nreq,
                           .stream = rec->op == NH_OP_WRITE ? rec->stream : 0 };
         const NhTraceRec *ahead = i + PREFETCH_AHEAD < nreq ? kept_rec(sc, i + PREFETCH_AHEAD)
                                                             : NULL;
+        const NhTraceRec *deep = i + PREFETCH_DEEP < nreq ? kept_rec(sc, i + PREFETCH_DEEP)
+                                                          : NULL;
         uint64_t done;
 
         if (ahead) {
-            nh_engine_prefetch(eng, ahead->offset);
+            nh_engine_prefetch(eng, ahead->offset, false);
+        }
+        if (deep) {
+            nh_engine_prefetch(eng, deep->offset, true);
         }
 
         if (opt_qd) {

@@ -8,8 +8,9 @@
 #define CAP_FACTOR 10           /* random writes at most this many times the physical pages */
 #define SEED 0x5eed
 /* Random writes drawn ahead of the one submitted, so that the engine can prefetch their
- * mapping (nh_engine_prefetch): its cache miss was most of the fill's time. */
-#define AHEAD 8
+ * mapping entries, and at half the distance what those point at (nh_engine_prefetch): the
+ * cache misses were most of the fill's time. */
+#define AHEAD 16
 
 /* A page of @pages at random: two draws, as g_rand_int_range covers only 32 bits. */
 static uint64_t draw(GRand *rnd, uint64_t pages)
@@ -70,7 +71,8 @@ bool nh_precondition(NhEngine *eng, uint64_t capacity, double fraction, NhFillRe
         uint64_t *slot = &ahead[rep->rand_writes % AHEAD], page = *slot;
 
         *slot = draw(rnd, pages);
-        nh_engine_prefetch(eng, *slot * ps);
+        nh_engine_prefetch(eng, *slot * ps, false);
+        nh_engine_prefetch(eng, ahead[(rep->rand_writes + AHEAD / 2) % AHEAD] * ps, true);
         if (!submit(eng, NH_OP_WRITE, page * ps, ps, &now, errp)) {
             g_rand_free(rnd);
             return false;
