@@ -138,12 +138,17 @@ static void chunk_insert(NhBus *b, uint32_t c, NhBusChunk *ch)
     b->nchunks++;
 }
 
+/* Chunk @c emptied.  Kept as the spare (a bus that empties and refills at every transfer, an
+ * idle one, does not allocate), and no calls when it is the last. */
 static void chunk_remove(NhBus *b, uint32_t c)
 {
-    g_free(b->spare);
+    if (b->spare) {
+        g_free(b->spare);
+    }
     b->spare = b->chunk[c];
-    b->nchunks--;
-    memmove(&b->chunk[c], &b->chunk[c + 1], (b->nchunks - c) * sizeof(*b->chunk));
+    if (--b->nchunks > c) {
+        memmove(&b->chunk[c], &b->chunk[c + 1], (b->nchunks - c) * sizeof(*b->chunk));
+    }
 }
 
 static void bus_clear(NhBus *b)
