@@ -564,6 +564,15 @@ uint64_t nh_engine_finish(NhEngine *eng, uint64_t now)
     return t;
 }
 
+void nh_engine_prefetch(const NhEngine *eng, uint64_t offset, bool deep)
+{
+    uint64_t lpn = offset / eng->cfg.page_size;
+
+    if (eng->ops->prefetch && lpn < eng->lpages) {
+        eng->ops->prefetch(eng->ftl, lpn, deep);
+    }
+}
+
 bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
                       GError **errp)
 {

@@ -128,6 +128,12 @@ uint32_t nh_blocks_home(const NhBlocks *b, uint64_t lpn);
 uint64_t nh_blocks_front_left(const NhBlocks *b, uint32_t front);
 uint64_t nh_blocks_front_close(NhBlocks *b, uint32_t front);
 void nh_blocks_invalidate(NhBlocks *b, uint32_t ppn);
+/* Start loading what invalidating page @ppn will write into the CPU's cache. */
+static inline void nh_blocks_prefetch(const NhBlocks *b, uint32_t ppn)
+{
+    __builtin_prefetch(&b->p2l[ppn], 1);
+    __builtin_prefetch(&b->blk[ppn / b->pages], 1);
+}
 
 static inline void nh_blocks_map(NhBlocks *b, uint32_t owner, uint32_t ppn)
 {

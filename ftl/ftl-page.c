@@ -279,6 +279,18 @@ static int page_stream_of(void *opaque, uint64_t lpn)
     return staged(f, lpn) ? -1 : nh_placement_page_stream(f->pl, &f->b, f->l2p[lpn]);
 }
 
+static void page_prefetch(const void *opaque, uint64_t lpn, bool deep)
+{
+    const PageFtl *f = opaque;
+    uint32_t old1;
+
+    if (!deep) {
+        __builtin_prefetch(&f->l2p[lpn]);
+    } else if ((old1 = f->l2p[lpn])) {
+        nh_blocks_prefetch(&f->b, old1 - 1);
+    }
+}
+
 const NhFtlOps nh_ftl_page_ops = {
     .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE | NH_FTL_PLACEMENT |
                 NH_FTL_DYNAMIC_ALLOC,
@@ -301,4 +313,5 @@ const NhFtlOps nh_ftl_page_ops = {
     .load = page_load,
     .check = page_check,
     .spare_blocks = page_spare_blocks,
+    .prefetch = page_prefetch,
 };

@@ -103,6 +103,9 @@ typedef struct NhFtlOps {
     /* NH_FTL_PLACEMENT: the reclaim unit tag @tag writes into (nh_placement_unit): pages still
      * free in it, or with @close, close it and return the pages it left unwritten */
     uint64_t (*stream_unit)(void *ftl, uint16_t tag, bool close);
+    /* start loading what looking page @lpn up will read into the CPU's cache, with @deep also
+     * what its entry points at (nh_engine_prefetch); NULL = none */
+    void (*prefetch)(const void *ftl, uint64_t lpn, bool deep);
 } NhFtlOps;
 
 /* NH_FTL_REGISTRY: X(name) for every FTL (nh-registry.h, generated from meson.build's list). */

@@ -56,6 +56,12 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counter
     /* MB/s is 10^6 B/s, so ns = bytes * 1000 / MBps; round up so a transfer never costs 0 */
     n->t.t_xfer = ((uint64_t)cfg->page_size * 1000 + cfg->channel_mbps - 1) / cfg->channel_mbps;
     n->wl = cfg->one_shot == NH_ON ? 3 : 1;
+    n->div_pages = nh_divisor(n->g.pages);
+    n->div_plane = nh_divisor(n->g.blocks);
+    n->div_die = nh_divisor(n->g.blocks * n->g.planes);
+    n->div_channel = nh_divisor(n->g.blocks * n->g.planes * n->g.dies * n->g.ways);
+    n->div_planes = nh_divisor(n->g.planes);
+    n->div_wl = nh_divisor(n->wl);
     n->stats = stats;
     /* what a queued operation will hold its die for (with its transfer, as the die is held) */
     op_ns[NH_FOP_READ] = n->t.t_read + n->t.t_xfer;
@@ -70,12 +76,17 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counter
     return n;
 }
 
+static void bus_clear(NhBus *b);
+
 void nh_nand_free(NhNand *n)
 {
     if (n) {
         nh_sched_free(n->sched);
         g_free(n->op);
         g_free(n->die_free);
+        for (uint32_t c = 0; c < n->g.channels; c++) {
+            bus_clear(&n->bus[c]);
+        }
         g_free(n->bus);
         g_free(n->erase_count);
         g_free(n->next_page);
@@ -100,23 +111,175 @@ void nh_nand_batch_end(NhNand *n)
  * oldest is dropped too and the bus counts as busy until it ended (a trace whose requests all
  * arrive at once would otherwise keep every transfer). */
 
-/* The @i-th kept run of bus @b, oldest first. */
-static inline NhBusRun *run_at(NhBus *b, uint32_t i)
+/* A place among the runs of a bus: run @k of chunk @c, or after them all when @c is nchunks. */
+typedef struct BusPos {
+    uint32_t c, k;
+} BusPos;
+
+static NhBusChunk *chunk_new(NhBus *b)
 {
-    return &b->run[(b->head + i) & (NH_BUS_KEPT - 1)];
+    NhBusChunk *ch = b->spare ? b->spare : g_new(NhBusChunk, 1);
+
+    b->spare = NULL;
+    ch->lo = ch->hi = 0;
+    return ch;
+}
+
+static void chunk_insert(NhBus *b, uint32_t c, NhBusChunk *ch)
+{
+    if (b->nchunks == b->cap) {
+        b->cap = MAX(16, b->cap * 2);
+        b->chunk = g_renew(NhBusChunk *, b->chunk, b->cap);
+    }
+    if (c < b->nchunks) {
+        memmove(&b->chunk[c + 1], &b->chunk[c], (b->nchunks - c) * sizeof(*b->chunk));
+    }
+    b->chunk[c] = ch;
+    b->nchunks++;
+}
+
+/* Chunk @c emptied.  Kept as the spare (a bus that empties and refills at every transfer, an
+ * idle one, does not allocate), and no calls when it is the last. */
+static void chunk_remove(NhBus *b, uint32_t c)
+{
+    if (b->spare) {
+        g_free(b->spare);
+    }
+    b->spare = b->chunk[c];
+    if (--b->nchunks > c) {
+        memmove(&b->chunk[c], &b->chunk[c + 1], (b->nchunks - c) * sizeof(*b->chunk));
+    }
+}
+
+static void bus_clear(NhBus *b)
+{
+    for (uint32_t c = 0; c < b->nchunks; c++) {
+        g_free(b->chunk[c]);
+    }
+    g_free(b->chunk);
+    g_free(b->spare);
+    *b = (NhBus){ 0 };
+}
+
+static inline NhBusRun *run_at(const NhBus *b, BusPos p)
+{
+    return &b->chunk[p.c]->run[p.k];
+}
+
+static inline BusPos pos_next(const NhBus *b, BusPos p)
+{
+    if (++p.k == b->chunk[p.c]->hi && ++p.c < b->nchunks) {
+        p.k = b->chunk[p.c]->lo;
+    }
+    return p;
+}
+
+/* The run before @p, NULL at the first. */
+static inline NhBusRun *run_before(const NhBus *b, BusPos p)
+{
+    if (p.c < b->nchunks && p.k > b->chunk[p.c]->lo) {
+        return &b->chunk[p.c]->run[p.k - 1];
+    }
+    return p.c ? &b->chunk[p.c - 1]->run[b->chunk[p.c - 1]->hi - 1] : NULL;
+}
+
+/* The first run that ends after @at.  Lower bounds without branches (a select a step: the
+ * branches of a binary search were mispredicted, a tenth of the bus's time, perf). */
+static BusPos bus_find(const NhBus *b, uint64_t at)
+{
+    NhBusChunk *const *c = b->chunk;
+    const NhBusRun *r;
+    uint32_t n = b->nchunks;
+
+    if (!n || c[n - 1]->run[c[n - 1]->hi - 1].end <= at) {
+        return (BusPos){ n, 0 };
+    }
+    /* the answer lies in c[0, n), and c[n - 1] ends after @at */
+    while (n > 1) {
+        uint32_t half = n / 2;
+        c = c[half - 1]->run[c[half - 1]->hi - 1].end <= at ? c + half : c;
+        n -= half;
+    }
+    r = &(*c)->run[(*c)->lo];
+    n = (*c)->hi - (*c)->lo;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        r = r[half - 1].end <= at ? r + half : r;
+        n -= half;
+    }
+    return (BusPos){ (uint32_t)(c - b->chunk), (uint32_t)(r - (*c)->run) };
+}
+
+/* Run @r after all the others. */
+static inline void bus_append(NhBus *b, NhBusRun r)
+{
+    NhBusChunk *ch = b->nchunks ? b->chunk[b->nchunks - 1] : NULL;
+
+    if (!ch || ch->hi == NH_BUS_CHUNK) {
+        ch = chunk_new(b);
+        chunk_insert(b, b->nchunks, ch);
+    }
+    ch->run[ch->hi++] = r;
+}
+
+static void bus_insert(NhBus *b, BusPos p, NhBusRun r)
+{
+    NhBusChunk *ch, *up;
+
+    if (p.c == b->nchunks) {
+        bus_append(b, r);
+        return;
+    }
+    ch = b->chunk[p.c];
+    if (p.k == ch->lo && ch->lo) {
+        ch->run[--ch->lo] = r;
+    } else if (ch->hi < NH_BUS_CHUNK) {
+        memmove(&ch->run[p.k + 1], &ch->run[p.k], (ch->hi - p.k) * sizeof(NhBusRun));
+        ch->run[p.k] = r;
+        ch->hi++;
+    } else if (ch->lo) {
+        memmove(&ch->run[ch->lo - 1], &ch->run[ch->lo], (p.k - ch->lo) * sizeof(NhBusRun));
+        ch->lo--;
+        ch->run[p.k - 1] = r;
+    } else {
+        /* full: its upper half goes to a new chunk after it */
+        up = chunk_new(b);
+        memcpy(up->run, &ch->run[NH_BUS_CHUNK / 2], NH_BUS_CHUNK / 2 * sizeof(NhBusRun));
+        up->hi = ch->hi = NH_BUS_CHUNK / 2;
+        chunk_insert(b, p.c + 1, up);
+        if (p.k >= NH_BUS_CHUNK / 2) {
+            p = (BusPos){ p.c + 1, p.k - NH_BUS_CHUNK / 2 };
+        }
+        bus_insert(b, p, r);
+    }
+}
+
+static void bus_remove(NhBus *b, BusPos p)
+{
+    NhBusChunk *ch = b->chunk[p.c];
+
+    if (p.k == ch->lo) {
+        ch->lo++;
+    } else {
+        memmove(&ch->run[p.k], &ch->run[p.k + 1], (ch->hi - p.k - 1) * sizeof(NhBusRun));
+        ch->hi--;
+    }
+    if (ch->lo == ch->hi) {
+        chunk_remove(b, p.c);
+    }
 }
 
 /* Forget the oldest transfers: those ending by the horizon, and beyond NH_BUS_KEPT the oldest
  * (the floor then keeps the bus busy until they ended). */
 static void bus_drop(NhNand *n, NhBus *b, uint64_t x)
 {
-    while (b->len) {
-        NhBusRun *r = run_at(b, 0);
-        uint64_t in_run = (r->end - r->start) / x;
-        uint64_t k = n->horizon > r->start ? MIN(in_run, (n->horizon - r->start) / x) : 0;
+    while (b->nchunks) {
+        NhBusRun *r = run_at(b, (BusPos){ 0, b->chunk[0]->lo });
+        /* no division when nothing is dropped: it was a sixth of the bus's cost (perf) */
+        uint64_t k = n->horizon > r->start ? (MIN(n->horizon, r->end) - r->start) / x : 0;
 
         if (b->transfers >= NH_BUS_KEPT) {
-            k = MAX(k, MIN(in_run, b->transfers - (NH_BUS_KEPT - 1)));
+            k = MAX(k, MIN((r->end - r->start) / x, b->transfers - (NH_BUS_KEPT - 1)));
         }
         if (!k) {
             return;
@@ -127,8 +290,7 @@ static void bus_drop(NhNand *n, NhBus *b, uint64_t x)
         if (r->start < r->end) {
             return;
         }
-        b->head++;
-        b->len--;
+        bus_remove(b, (BusPos){ 0, b->chunk[0]->lo });
     }
 }
 
@@ -136,8 +298,8 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
 {
     NhBus *b = &n->bus[ch];
     uint64_t x = n->t.t_xfer, at;
-    uint32_t lo, hi, i;
-    NhBusRun *prev, *next;
+    NhBusRun *prev, *next, *last;
+    BusPos p;
 
     n->stats->nand_channel_busy_ns += x;
     if (!nh_sched_defers(n->sched)) {
@@ -146,45 +308,38 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
         return b->last;
     }
     bus_drop(n, b, x);
-    /* the first run that ends after @ready, then the first gap from there; mostly the bus is
-     * free from @ready on, after all of them */
     at = MAX(ready, b->floor);
-    lo = 0;
-    hi = b->len;
-    if (!hi || run_at(b, hi - 1)->end <= at) {
-        lo = hi;
-    }
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (run_at(b, mid)->end <= at) {
-            lo = mid + 1;
+    last = b->nchunks ? &b->chunk[b->nchunks - 1]->run[b->chunk[b->nchunks - 1]->hi - 1] : NULL;
+    if (!last || last->end <= at) {
+        /* mostly the bus is free from @ready on, after all of them */
+        if (last && last->end == at) {
+            last->end = at + x;
         } else {
-            hi = mid;
+            bus_append(b, (NhBusRun){ at, at + x });
         }
+        b->transfers++;
+        b->last = MAX(b->last, at + x);
+        return at + x;
     }
-    for (i = lo; i < b->len && run_at(b, i)->start < at + x; i++) {
-        at = run_at(b, i)->end;
+    /* the first run that ends after @ready, then the first gap from there */
+    for (p = bus_find(b, at); p.c < b->nchunks && run_at(b, p)->start < at + x;
+         p = pos_next(b, p)) {
+        at = run_at(b, p)->end;
     }
-    /* [at, at + x) lies between runs i - 1 and i: it extends them, joins them, or is a new
-     * run (mostly the newest: few or none move) */
-    prev = i > 0 && run_at(b, i - 1)->end == at ? run_at(b, i - 1) : NULL;
-    next = i < b->len && run_at(b, i)->start == at + x ? run_at(b, i) : NULL;
+    /* [at, at + x) lies just before run p: it extends the run before, joins the two, or is a
+     * new run (mostly the newest) */
+    prev = run_before(b, p);
+    prev = prev && prev->end == at ? prev : NULL;
+    next = p.c < b->nchunks && run_at(b, p)->start == at + x ? run_at(b, p) : NULL;
     if (prev && next) {
         prev->end = next->end;
-        for (uint32_t j = i; j + 1 < b->len; j++) {
-            *run_at(b, j) = *run_at(b, j + 1);
-        }
-        b->len--;
+        bus_remove(b, p);
     } else if (prev) {
         prev->end = at + x;
     } else if (next) {
         next->start = at;
     } else {
-        for (uint32_t j = b->len; j > i; j--) {
-            *run_at(b, j) = *run_at(b, j - 1);
-        }
-        *run_at(b, i) = (NhBusRun){ at, at + x };
-        b->len++;
+        bus_insert(b, p, (NhBusRun){ at, at + x });
     }
     b->transfers++;
     b->last = MAX(b->last, at + x);
@@ -195,13 +350,13 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
 static NhDieOp *joinable(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t *slot)
 {
     NhDieOp *op = &n->op[die];
-    uint32_t page = ppn % n->g.pages;
-    uint32_t plane = nh_pu_of_block(n, nh_block_of(n, ppn)) % n->g.planes;
-    uint32_t wl = program ? n->wl : 1;
+    uint32_t page = nh_page_in_block(n, ppn);
+    uint32_t plane = nh_mod(nh_pu_of_block(n, nh_block_of(n, ppn)), n->div_planes);
+    NhDivisor wl = program ? n->div_wl : nh_divisor(1);
 
-    *slot = 1ull << (plane * wl + page % wl);
+    *slot = 1ull << (plane * wl.d + nh_mod(page, wl));
     if (!n->batch || op->batch != n->batch || op->program != program ||
-        n->die_free[die] != op->done || op->wordline != page / wl || (op->slots & *slot)) {
+        n->die_free[die] != op->done || op->wordline != nh_div(page, wl) || (op->slots & *slot)) {
         return NULL;
     }
     return op;
@@ -212,7 +367,8 @@ static void record(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t
 {
     n->op[die] = (NhDieOp){
         .batch = n->batch, .sensed = sensed, .done = done, .slots = slot,
-        .wordline = ppn % n->g.pages / (program ? n->wl : 1), .program = program,
+        .wordline = nh_div(nh_page_in_block(n, ppn), program ? n->div_wl : nh_divisor(1)),
+        .program = program,
     };
 }
 
@@ -226,15 +382,16 @@ typedef struct Target {
     NhDieOp *op;
 } Target;
 
-static Target target(NhNand *n, uint32_t ppn, bool program)
+/* Inlined, filling the caller's: returned by value, the struct was assembled on the stack
+ * with narrow stores read back by wide loads, a stall that made this a tenth of sched=prio's
+ * replay (perf). */
+static inline void target(NhNand *n, uint32_t ppn, bool program, Target *x)
 {
-    Target x = { .blk = nh_block_of(n, ppn) };
-
-    x.die = nh_die_of_block(n, x.blk);
-    x.die_free = &n->die_free[x.die];
-    x.ch = nh_channel_of_block(n, x.blk);
-    x.op = joinable(n, x.die, ppn, program, &x.slot);
-    return x;
+    x->blk = nh_block_of(n, ppn);
+    x->die = nh_die_of_block(n, x->blk);
+    x->die_free = &n->die_free[x->die];
+    x->ch = nh_channel_of_block(n, x->blk);
+    x->op = joinable(n, x->die, ppn, program, &x->slot);
 }
 
 /* A die's time from @from to @to is busy (@to > @from counts; an operation joining another
@@ -247,9 +404,11 @@ static void die_busy(NhNand *n, uint64_t from, uint64_t to)
 /* Book read @ppn from @now; *joined: it shared the tR of the die's latest operation. */
 static uint64_t book_read(NhNand *n, uint32_t ppn, uint64_t now, bool *joined)
 {
-    Target x = target(n, ppn, false);
-    uint64_t sensed, done, start = max64(now, *x.die_free);
+    Target x;
+    uint64_t sensed, done, start;
 
+    target(n, ppn, false, &x);
+    start = max64(now, *x.die_free);
     *joined = x.op != NULL;
     if (x.op) {
         /* sensed with the others in one tR; its transfer follows theirs */
@@ -271,9 +430,10 @@ static uint64_t book_read(NhNand *n, uint32_t ppn, uint64_t now, bool *joined)
 
 static uint64_t book_program(NhNand *n, uint32_t ppn, uint64_t now, bool *joined)
 {
-    Target x = target(n, ppn, true);
+    Target x;
     uint64_t moved, done, start;
 
+    target(n, ppn, true, &x);
     *joined = x.op != NULL;
     if (x.op) {
         /* its data follows the others into the die's registers; the one tPROG starts after */
@@ -347,7 +507,7 @@ static uint64_t read_page(NhNand *n, uint32_t ppn, uint64_t now, bool written)
     uint64_t done;
     bool joined;
 
-    if (written && ppn % n->g.pages >= n->next_page[blk]) {
+    if (written && nh_page_in_block(n, ppn) >= n->next_page[blk]) {
         n->violations++;
     }
     n->stats->nand_page_reads++;
@@ -393,10 +553,10 @@ uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now)
     bool joined;
 
     /* ascending order; erased pages may be skipped (block-mapped FTLs leave holes) */
-    if (ppn % n->g.pages < n->next_page[blk]) {
+    if (nh_page_in_block(n, ppn) < n->next_page[blk]) {
         n->violations++;
     }
-    n->next_page[blk] = ppn % n->g.pages + 1;
+    n->next_page[blk] = nh_page_in_block(n, ppn) + 1;
     n->stats->nand_page_programs++;
     if (n->untimed ||
         queued(n, (NhFlashOp){ ppn, NH_FOP_PROGRAM }, die, now, &n->stats->nand_program_ops)) {
@@ -445,7 +605,9 @@ void nh_nand_advance(NhNand *n, uint64_t t)
 void nh_nand_clock_reset(NhNand *n)
 {
     memset(n->die_free, 0, sizeof(uint64_t) * n->g.ndies);
-    memset(n->bus, 0, sizeof(NhBus) * n->g.channels);
+    for (uint32_t c = 0; c < n->g.channels; c++) {
+        bus_clear(&n->bus[c]);
+    }
     n->horizon = 0;
     memset(n->op, 0, sizeof(NhDieOp) * n->g.ndies);
     nh_sched_reset(n->sched);

@@ -45,6 +45,34 @@ typedef struct NhGeometry {
     uint64_t npages;        /* all physical pages */
 } NhGeometry;
 
+/* Division of a 32-bit value by a divisor fixed when the device is made, as one multiplication
+ * by its reciprocal (exact for every 32-bit dividend: Lemire, Kaser and Kurz, "Faster Remainder
+ * by Direct Computation", 2019).  Every flash operation finds its block, plane, die and channel
+ * by dividing by the geometry, and those divisions were a sixth of sched=prio's replay (perf). */
+typedef struct NhDivisor {
+    uint64_t m;     /* 2^64 / d rounded up; 0 for d = 1, whose 2^64 does not fit */
+    uint32_t d;
+} NhDivisor;
+
+static inline NhDivisor nh_divisor(uint32_t d)
+{
+    return (NhDivisor){ d > 1 ? UINT64_MAX / d + 1 : 0, d };
+}
+
+static inline uint32_t nh_div(uint32_t x, NhDivisor v)
+{
+#ifdef __SIZEOF_INT128__
+    return v.m ? (uint32_t)(((unsigned __int128)v.m * x) >> 64) : x;
+#else
+    return x / v.d;
+#endif
+}
+
+static inline uint32_t nh_mod(uint32_t x, NhDivisor v)
+{
+    return x - nh_div(x, v) * v.d;
+}
+
 typedef struct NhTiming {
     uint64_t t_read, t_prog, t_erase;   /* ns */
     uint64_t t_xfer;                    /* one page over the channel bus, ns */
@@ -61,14 +89,13 @@ typedef struct NhDieOp {
     bool     program;
 } NhDieOp;
 
-/* Transfers a bus keeps (nand.c); a power of two, for the ring's index mask.  Beyond it the
- * oldest is dropped and the bus counts as busy until it ended, a floor that turns the bus first
- * come first served behind everything booked ahead of it, so it must hold what a burst books:
- * at 256, cloudPhysicsIO (2 GiB, fill 1, open loop, arrivals a second apart in bursts of
- * thousands of pages) had its dies held 508 s waiting for a bus that was busy 17 s in all
- * (read mean 449 ms under alloc=dynamic, 117 ms under static), and steady-state random writes
- * kept the dies busy 57% of the run; at 16384, 0.2 s (49 and 13 ms), 99.9% busy.  16384 starts
- * are 128 KiB a channel. */
+/* Transfers a bus keeps (nand.c).  Beyond it the oldest is dropped and the bus counts as busy
+ * until it ended, a floor that turns the bus first come first served behind everything booked
+ * ahead of it, so it must hold what a burst books: at 256, cloudPhysicsIO (2 GiB, fill 1, open
+ * loop, arrivals a second apart in bursts of thousands of pages) had its dies held 508 s waiting
+ * for a bus that was busy 17 s in all (read mean 449 ms under alloc=dynamic, 117 ms under
+ * static), and steady-state random writes kept the dies busy 57% of the run; at 16384, 0.2 s
+ * (49 and 13 ms), 99.9% busy. */
 #define NH_BUS_KEPT 16384
 
 /* A run of transfers booked back to back on a bus: [start, end), a multiple of t_xfer long. */
@@ -76,16 +103,25 @@ typedef struct NhBusRun {
     uint64_t start, end;
 } NhBusRun;
 
+/* Runs a chunk of a bus holds: a booking into a gap moves at most this many. */
+#define NH_BUS_CHUNK 64
+
+typedef struct NhBusChunk {
+    uint32_t lo, hi;                /* runs [lo, hi) in use, ascending */
+    NhBusRun run[NH_BUS_CHUNK];
+} NhBusChunk;
+
 /* A channel bus: the transfers booked on it that have not ended by the horizon, in time order,
- * as runs of back-to-back transfers.  A ring, not a GArray: the oldest are dropped at almost
- * every booking, and removing them from the front of an array moved all the others each time
- * (measured: a third of sched=prio's replay).  Runs, not single transfers: a busy bus books
- * thousands back to back, and finding a gap and inserting among them one by one was half of
- * sched=prio's replay once the bus kept 16384 of them. */
+ * as runs of back-to-back transfers.  Runs, not single transfers: a busy bus books thousands
+ * back to back.  In chunks, not one array: GC's transfers fill gaps hundreds of runs before the
+ * newest, and moving every later run to insert one was half of sched=prio's replay (200k random
+ * writes after --fill 1, QD 32); the oldest runs are dropped at almost every booking, so a
+ * chunk's start moves rather than its runs. */
 typedef struct NhBus {
-    NhBusRun  run[NH_BUS_KEPT];     /* ascending from head */
-    uint32_t  head, len;            /* runs kept */
-    uint32_t  transfers;            /* transfers in them, at most NH_BUS_KEPT */
+    NhBusChunk **chunk;             /* [nchunks] in time order, none empty */
+    uint32_t  nchunks, cap;
+    NhBusChunk *spare;              /* an emptied chunk kept for the next one needed */
+    uint32_t  transfers;            /* transfers in the runs, at most NH_BUS_KEPT */
     uint64_t  last;             /* when the latest transfer ends */
     uint64_t  floor;            /* busy before this: transfers no longer kept ended there */
 } NhBus;
@@ -94,6 +130,8 @@ typedef struct NhNand {
     NhGeometry g;
     NhTiming   t;
     uint32_t   wl;          /* pages one program operation covers per plane: 3 with one-shot */
+    /* by pages a block, blocks a plane, a die and a channel, planes a die, and wl */
+    NhDivisor  div_pages, div_plane, div_die, div_channel, div_planes, div_wl;
     uint64_t   batch;       /* current batch id; 0 outside a batch */
     uint64_t   batches;     /* ids handed out */
     NhDieOp   *op;          /* [ndies] */
@@ -123,15 +161,26 @@ void nh_geometry_init(NhGeometry *g, const NhConfig *cfg);
 NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counters);
 void nh_nand_free(NhNand *nand);
 
-static inline uint32_t nh_block_of(const NhNand *n, uint32_t ppn) { return ppn / n->g.pages; }
-static inline uint32_t nh_pu_of_block(const NhNand *n, uint32_t blk) { return blk / n->g.blocks; }
+static inline uint32_t nh_block_of(const NhNand *n, uint32_t ppn)
+{
+    return nh_div(ppn, n->div_pages);
+}
+/* Page @ppn's offset in its block. */
+static inline uint32_t nh_page_in_block(const NhNand *n, uint32_t ppn)
+{
+    return nh_mod(ppn, n->div_pages);
+}
+static inline uint32_t nh_pu_of_block(const NhNand *n, uint32_t blk)
+{
+    return nh_div(blk, n->div_plane);
+}
 static inline uint32_t nh_die_of_block(const NhNand *n, uint32_t blk)
 {
-    return blk / (n->g.blocks * n->g.planes);
+    return nh_div(blk, n->div_die);
 }
 static inline uint32_t nh_channel_of_block(const NhNand *n, uint32_t blk)
 {
-    return blk / (n->g.blocks * n->g.planes * n->g.dies * n->g.ways);
+    return nh_div(blk, n->div_channel);
 }
 
 /* Plane @i of the write striping order: channel changes fastest, then way, die and plane, so

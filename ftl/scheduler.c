@@ -8,10 +8,11 @@
  *
  * Which die starts next is kept in a tournament tree over the dies: each die has a key, when its
  * oldest queued operation can start at the earliest (UINT64_MAX: nothing queued), and each node
- * of the tree the die with the least key below it, the lower die on a tie.  So nh_sched_advance
- * does not scan every die for every operation and request (measured: 29% of sched=prio's
- * replay with 32 dies), and a die's new key costs one comparison per level (a binary heap cost
- * three times that, measured).  A key may be stale, but only low: a die's next start only moves
+ * of the tree the die with the least key below it, the lower die on a tie, and that key.  So
+ * nh_sched_advance does not scan every die for every operation and request (measured: 29% of
+ * sched=prio's replay with 32 dies), and a die's new key costs one comparison per level, with
+ * keys kept in the nodes (a binary heap cost three times that, measured; looking the children's
+ * winners' keys up, twice this).  A key may be stale, but only low: a die's next start only moves
  * later (its next-free time only grows; its next operation starts after the one before it
  * ends), so the winner is the earliest die when its key is its true next start, and is
  * corrected and replayed when it is not.  GLib has no priority queue with a key per element,
@@ -46,9 +47,12 @@ const NhStat nh_sched_counters[] = {
     { NULL },
 };
 
+/* 16 bytes, not the 24 an NhFlashOp inside would make: a die's oldest operation was queued
+ * long before it runs, and reading it missed the cache (perf: half of nh_sched_advance). */
 typedef struct Queued {
-    NhFlashOp op;
     uint64_t  issued;       /* it cannot start before the request that issued it arrived */
+    uint32_t  addr;         /* the NhFlashOp */
+    uint8_t   kind;
     bool      victim;       /* an erase reclaiming a GC victim (nh_sched_mark_victim) */
 } Queued;
 
@@ -77,24 +81,44 @@ struct NhSched {
     uint64_t  queued;       /* operations queued on all dies */
     uint64_t  op_ns[3];     /* die time of a read, a program, an erase (NhFlashOpKind) */
     uint32_t  leaves;       /* ndies rounded up to a power of two */
-    uint64_t *key;          /* [leaves] see above; the dies past ndies have UINT64_MAX */
-    uint32_t *win;          /* [2 * leaves] node i's winner; node 1 the root, leaf d at leaves + d */
+    /* [2 * leaves] node i's winner and its key; node 1 the root, die d's leaf leaves + d (the
+     * dies past ndies have UINT64_MAX) */
+    uint64_t *key;
+    uint32_t *win;
 };
+
+static inline uint64_t die_key(const NhSched *s, uint32_t die)
+{
+    return s->key[s->leaves + die];
+}
 
 /* Die @die's key changed: replay its matches up to the root. */
 static void tree_update(NhSched *s, uint32_t die, uint64_t key)
 {
-    s->key[die] = key;
-    for (uint32_t i = (s->leaves + die) / 2; i; i /= 2) {
-        uint32_t l = s->win[2 * i], r = s->win[2 * i + 1];
-        s->win[i] = s->key[l] <= s->key[r] ? l : r;
+    uint32_t i = s->leaves + die, w = die;
+
+    /* the winner so far stays in registers and meets the sibling's, whose loads do not wait
+     * for this update's stores: one comparison and a select a level */
+    s->key[i] = key;
+    for (; i > 1; i /= 2) {
+        uint64_t k2 = s->key[i ^ 1];
+        uint32_t w2 = s->win[i ^ 1];
+        /* a tie goes to the left, the lower dies: to the sibling when we are the right */
+        bool sib = (k2 < key) | ((k2 == key) & (i & 1));
+
+        key = sib ? k2 : key;
+        w = sib ? w2 : w;
+        s->key[i / 2] = key;
+        s->win[i / 2] = w;
     }
 }
 
 static void tree_reset(NhSched *s)
 {
+    for (uint32_t i = 1; i < 2 * s->leaves; i++) {
+        s->key[i] = UINT64_MAX;
+    }
     for (uint32_t d = 0; d < s->leaves; d++) {
-        s->key[d] = UINT64_MAX;
         s->win[s->leaves + d] = d;
     }
     for (uint32_t i = s->leaves - 1; i; i--) {
@@ -121,7 +145,7 @@ NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uin
     while (s->leaves < ndies) {
         s->leaves *= 2;
     }
-    s->key = g_new(uint64_t, s->leaves);
+    s->key = g_new(uint64_t, 2 * s->leaves);
     s->win = g_new(uint32_t, 2 * s->leaves);
     tree_reset(s);
     return s;
@@ -162,7 +186,7 @@ static Queued *oldest(const NhSched *s, uint32_t die)
 void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
 {
     DieQueue *q = &s->q[die];
-    Queued e = { op, now, false };
+    Queued e = { now, op.addr, op.kind, false };
 
     if (q->len == q->cap) {
         uint32_t cap = q->cap ? 2 * q->cap : 64;
@@ -178,7 +202,7 @@ void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now)
     q->ops[(q->head + q->len++) & (q->cap - 1)] = e;
     /* @now bounds the die's next start from below; a die whose queue nh_sched_wait_erase ran
      * empty may have kept a later key */
-    if (q->len == 1 && now < s->key[die]) {
+    if (q->len == 1 && now < die_key(s, die)) {
         tree_update(s, die, now);
     }
     if (op.kind == NH_FOP_ERASE) {
@@ -200,13 +224,17 @@ static uint64_t next_start(const NhSched *s, const NhNand *n, uint32_t die)
 static bool run_next(NhSched *s, NhNand *n, uint32_t die)
 {
     Running *r = &s->run[die];
-    NhFlashOp op;
-    bool victim = oldest(s, die)->victim;
+    DieQueue *q = &s->q[die];
+    const Queued *e = oldest(s, die);
+    NhFlashOp op = { e->addr, e->kind };
+    bool victim = e->victim;
 
     r->start = next_start(s, n, die);
-    op = oldest(s, die)->op;
-    s->q[die].head = (s->q[die].head + 1) & (s->q[die].cap - 1);
-    s->q[die].len--;
+    q->head = (q->head + 1) & (q->cap - 1);
+    q->len--;
+    /* a queue is read in order, long after it was written: the next cache line of it (the
+     * die's next operation is read at once, too late for its own prefetch) */
+    __builtin_prefetch(&q->ops[(q->head + 64 / sizeof(Queued)) & (q->cap - 1)]);
     r->end = nh_nand_run(n, op, r->start);
     r->reads_until = 0;
     r->suspendable = op.kind != NH_FOP_READ;
@@ -226,7 +254,7 @@ void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
         uint32_t die = s->win[1];
         uint64_t at;
 
-        if (s->key[die] == UINT64_MAX) {
+        if (s->key[1] == UINT64_MAX) {
             return;
         }
         if (!has_queued(s, die)) {
@@ -234,8 +262,8 @@ void nh_sched_advance(NhSched *s, NhNand *n, uint64_t t)
             continue;
         }
         at = next_start(s, n, die);
-        if (at != s->key[die]) {
-            g_assert(at > s->key[die]);
+        if (at != s->key[1]) {
+            g_assert(at > s->key[1]);
             tree_update(s, die, at);
             continue;
         }
@@ -262,7 +290,7 @@ void nh_sched_mark_victim(NhSched *s, uint32_t die, uint32_t blk)
     DieQueue *q = &s->q[die];
     Queued *last = q->len ? &q->ops[(q->head + q->len - 1) & (q->cap - 1)] : NULL;
 
-    if (last && last->op.kind == NH_FOP_ERASE && last->op.addr == blk) {
+    if (last && last->kind == NH_FOP_ERASE && last->addr == blk) {
         last->victim = true;
     }
 }
@@ -307,9 +335,9 @@ void nh_sched_reset(NhSched *s)
     for (uint32_t d = 0; d < s->ndies; d++) {
         DieQueue *q = &s->q[d];
         for (uint32_t i = 0; i < q->len; i++) {
-            const NhFlashOp *op = &q->ops[(q->head + i) & (q->cap - 1)].op;
-            if (op->kind == NH_FOP_ERASE) {
-                s->load.erases[op->addr]--;
+            const Queued *e = &q->ops[(q->head + i) & (q->cap - 1)];
+            if (e->kind == NH_FOP_ERASE) {
+                s->load.erases[e->addr]--;
             }
         }
         q->head = q->len = 0;

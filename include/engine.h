@@ -79,6 +79,13 @@ uint64_t nh_engine_stripe_bytes(const NhEngine *eng);
 bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
                       GError **errp);
 
+/* A hint that a request at byte @offset will be submitted soon (a trace replay knows its next
+ * requests): the FTL starts loading the mapping entry of its first page into the CPU's cache,
+ * whose miss was most of a random replay's time; with @deep, called later when the entry is
+ * there, also what the entry points at (the old copy's block, which a write invalidates).
+ * Changes nothing the model reports; ignored by an FTL without the hook. */
+void nh_engine_prefetch(const NhEngine *eng, uint64_t offset, bool deep);
+
 /* How many host stream identifiers (1..n) NhRequest.stream may carry; 0 when placement is off or
  * the FTL cannot place (a request with stream > limit is refused by nh_engine_submit with a
  * GError). */

@@ -17,10 +17,11 @@
 
 #include "engine.h"
 
+/* 32 bytes: the simulator keeps a trace's requests in memory (nvme-hybrid-sim.c). */
 typedef struct NhTraceRec {
     uint64_t time_ns;
-    NhOp     op;
     uint64_t offset, length;
+    NhOp     op;
     uint16_t stream;    /* placement tag (mqsim's optional sixth column), 0 = untagged */
 } NhTraceRec;
 
