@@ -17,6 +17,14 @@
  *    GC and wear, then depends on time: it is not the default.
  *    A plane whose next block still waits for its queued erase is taken last, so that host
  *    pages go where they need not wait for foreground GC while any plane can take them.
+ *  - alloc=dynamic, a host page that cannot start when its request arrives (a partial page
+ *    first reads the rest of its old copy, on the die that holds it; DFTL may first read a
+ *    translation page): its die would idle until then, a gap nothing else could use (GC runs
+ *    from a die's next-free time on, and the page is booked after the gap), so the die first
+ *    runs the queued GC operations that end by then (nh_sched_fill).  Measured on
+ *    cloudPhysicsIO (tests/unit/test-sim.c, /trace/sim/rmw-bursts): without it the largest
+ *    burst left 60 die-seconds idle in such gaps while its dies were busy 31, and dynamic was
+ *    3.8x static's read mean.  alloc=static does not (its timings are kept as recorded).
  *  - A plane that cannot take the page (blocks.c's free-space rules) is passed over as under
  *    static.  Multi-plane programs still form for the pages of one request: once every die
  *    has a page of it, the dies tie again and the static order hands the next page to another

@@ -392,6 +392,11 @@ uint64_t nh_blocks_host_write(NhBlocks *b, const uint32_t *fwd, const NhFtlWrite
         b->st->ftl_rmw_reads++;
     }
     *ppn = nh_blocks_host_page(b, front);
+    if (b->dynamic && start > b->now) {
+        /* its die waits for the data carried over (or DFTL's mapping): it runs its GC meanwhile
+         * (alloc.h) */
+        nh_sched_fill(b->nand->sched, b->nand, nh_die_of_block(b->nand, *ppn / b->pages), start);
+    }
     t = nh_nand_program(b->nand, *ppn, start);
     old1 = fwd[lpn];     /* GC above may have moved the old copy */
     if (old1) {

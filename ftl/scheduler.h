@@ -11,7 +11,9 @@
  *    nh_sched_advance(t), which the engine calls at every request's arrival, starts the queued
  *    operations of every die that is free before t, earliest die first, each when its die
  *    becomes free.  So host reads and writes go before GC, GC fills the gaps between them and
- *    the dies stay busy while GC is due (work-conserving).
+ *    the dies stay busy while GC is due (work-conserving).  A die that will idle until a host
+ *    operation booked on it can start also runs its queued operations that end by then, when
+ *    the write allocation asks (nh_sched_fill; alloc=dynamic, alloc.h).
  *  - Suspension: a host read that finds its die in a queued GC program or erase suspends it:
  *    the read starts t-suspend after it arrives (or after the reads already suspending it), and
  *    the GC operation resumes t-resume after the read has left the die, its remaining time
@@ -84,6 +86,10 @@ bool nh_sched_defers(const NhSched *s);
 void nh_sched_queue(NhSched *s, uint32_t die, NhFlashOp op, uint64_t now);
 /* Start what the dies' idle time before @t allows (UINT64_MAX: everything queued). */
 void nh_sched_advance(NhSched *s, struct NhNand *n, uint64_t t);
+/* Die @die will idle until @until, when a host operation booked on it can start at the
+ * earliest: run its queued operations that end by then (their op_ns from when each can start),
+ * in its idle time (counted in sched.idle_ops). */
+void nh_sched_fill(NhSched *s, struct NhNand *n, uint32_t die, uint64_t until);
 /* Before a host program into block @blk on die @die: run the die's queue through its erase.
  * Each GC victim erased in that run was reclaimed while the host waited: it is counted in
  * ftl.gc_foreground_blocks. */
