@@ -102,11 +102,11 @@ static const NhConfigKey memory_keys[] = {
 static const NhConfigKey front_end_keys[] = {
     { "latency", NH_KEY_ENUM, F(latency), "model", 0, 0, latency_names, false,
       "model: complete at the modeled time; zero: model and count, but complete at once" },
-    { "unwritten-reads", NH_KEY_ENUM, F(unwritten_reads), "free", 0, 0, unwritten_names, false,
-      "a host read of a page never written (or deallocated): free, as a device answers it "
-      "from its mapping table (the device's default), or flash, one page read on the die the "
-      "page would be striped to, as if written before the trace (nvme-hybrid-sim's default, "
-      "as MQSim)" },
+    { "unwritten-reads", NH_KEY_ENUM, F(unwritten_reads), "flash", 0, 0, unwritten_names, false,
+      "a host read of a page never written (or deallocated): flash, one page read on the die "
+      "the page would have been written to, as if the drive held data from before (a trace's "
+      "reads of what was written before it began; MQSim charges them so), or free, answered "
+      "from the mapping table as by a fresh drive" },
 };
 
 typedef struct KeyList {

@@ -280,7 +280,7 @@ void nh_sched_fill(NhSched *s, NhNand *n, uint32_t die, uint64_t until)
 {
     /* a die's key may stay low (tree comment): nh_sched_advance corrects it */
     while (has_queued(s, die) &&
-           next_start(s, n, die) + s->op_ns[oldest(s, die)->op.kind] <= until) {
+           next_start(s, n, die) + s->op_ns[oldest(s, die)->kind] <= until) {
         run_next(s, n, die);
         s->ctr[NH_SC_IDLE_OPS]++;
     }

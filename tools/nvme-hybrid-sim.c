@@ -619,9 +619,6 @@ int main(int argc, char **argv)
         return r;
     }
     nh_config_defaults(&cfg);
-    /* a trace's reads of data written before it began are flash reads (as MQSim charges them);
-     * --device unwritten-reads=free overrides */
-    nh_config_set(&cfg, "unwritten-reads", "flash", NULL);
     if (!nh_config_parse(&cfg, opt_device, &err)) {
         return fail(err);
     }

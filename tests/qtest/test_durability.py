@@ -73,7 +73,7 @@ def events(vm):
 # their translation page never written either) waits for it too, and then loads at once: its
 # mapping lookup reads nothing and evicts a clean entry, and unwritten reads are free.  The
 # pin thus completes inside the completion of the deallocation.
-CHAIN = "x-exact-time=on,ftl=dftl,cmt-size=8"
+CHAIN = "x-exact-time=on,ftl=dftl,cmt-size=8,unwritten-reads=free"
 PIN_LBA = 16384
 
 

@@ -189,7 +189,8 @@ static void test_presets(void)
  * of an unprogrammed page (unit_check). */
 static void test_unwritten_reads(void)
 {
-    NhEngine *free_ = unit_engine("channels=1,ways=1,planes=2,pages=64", 64 << 20);
+    NhEngine *free_ = unit_engine("channels=1,ways=1,planes=2,pages=64,unwritten-reads=free",
+                                  64 << 20);
     NhEngine *flash = unit_engine("channels=1,ways=1,planes=2,pages=64,unwritten-reads=flash",
                                   64 << 20);
 
