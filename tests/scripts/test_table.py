@@ -77,3 +77,37 @@ def test_device_document_without_trace():
     line = nhtable.table(doc).splitlines()[1]
     assert re.match(r"requests    1000 in \d+\.\d{3} s on the device's clock \(\d+ IOPS\)$",
                     line)
+
+
+def stats_tool(monkeypatch, doc, text):
+    """guest-images/tools/nvme-hybrid-stats as a module, its device read replaced by @doc."""
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(REPO, "guest-images", "tools", "nvme-hybrid-stats")
+    loader = importlib.machinery.SourceFileLoader("nvme_hybrid_stats", path)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    tool = importlib.util.module_from_spec(spec)
+    loader.exec_module(tool)
+    monkeypatch.setattr(tool, "read_stats", lambda device: (text, doc))
+
+    def run(*argv):
+        monkeypatch.setattr("sys.argv", ["nvme-hybrid-stats", "/dev/nvme0", *argv])
+        tool.main()
+    return run
+
+
+def test_stats_tool_prints_the_table_by_default(monkeypatch, capsys):
+    text = sim("--json", "-d", "buffer=lru", "--limit", "2000")
+    doc = json.loads(text)
+    del doc["trace"]      # a device's document has none
+    run = stats_tool(monkeypatch, doc, text)
+    run()
+    assert capsys.readouterr().out == nhtable.table(doc)
+    run("--json")
+    assert json.loads(capsys.readouterr().out) == doc
+    run("--raw")
+    assert capsys.readouterr().out == text + "\n"
+    run("--key", "host.write_cmds")
+    assert capsys.readouterr().out == "%d\n" % doc["host"]["write_cmds"]
+    run("--key", "config.buffer")
+    assert capsys.readouterr().out == "lru\n"
