@@ -205,7 +205,7 @@ class Grid:
 def replay(sim, trace, fmt, device, options, upload_name=None):
     """One replay, run on a worker.  Returns (statistics document or None, error text or None,
     seconds, worker address).  A missing simulator or trace raises: the sweep stops."""
-    where = "this machine"
+    where, spec_trace = "this machine", trace
     try:
         from distributed import get_worker
         w = get_worker()
@@ -225,6 +225,9 @@ def replay(sim, trace, fmt, device, options, upload_name=None):
         doc, err = nhsim.replay(trace, fmt, device, sim=sim, **options), None
     except nhsim.SimError as e:
         doc, err = None, error_text(e.message)
+    if doc and upload_name:
+        # the trace the spec named, not the worker's copy: the row is the same wherever it ran
+        doc["trace"]["file"] = spec_trace
     return doc, err, time.monotonic() - t0, w.address if w else ""
 
 
