@@ -68,12 +68,14 @@ RATIOS = [
     ("cmt_hit", "mapping-cache hit ratio", ["ftl.cmt.hits"], ["ftl.cmt.hits", "ftl.cmt.misses"]),
 ]
 
-# Ratios of a part the device may not have, and what to say then instead of a hit ratio of 0
-# (a read misses the read cache even when there is none): name -> (config key, test, text)
+# Rates and ratios of a part the device may not have, and what to say then instead of a 0 (a
+# read misses the read cache even when there is none): name -> (config key, test, text)
 WITHOUT = {
     "buffer_hit": ("buffer", lambda v: v == "none", "no buffer"),
+    "destage_pages": ("buffer", lambda v: v == "none", "no buffer"),
     "cache_hit": ("cache-size", lambda v: v == "0", "no read cache"),
     "cmt_hit": ("ftl", lambda v: v != "dftl", "no mapping cache"),
+    "cmt_misses": ("ftl", lambda v: v != "dftl", "no mapping cache"),
 }
 
 # Gauges read as they are: name -> (label, key, scale, unit)
@@ -128,12 +130,15 @@ def derive(prev, cur):
     """Everything the view shows for the interval from sample @prev to sample @cur (@prev may
     be None): {name: value}.  A value is ABSENT when a key it needs is not in @cur's document,
     None when it is there but says nothing yet (no previous sample, nothing happened in the
-    interval for a ratio), a Without for a ratio of a part the device does not have."""
+    interval for a ratio), a Without for a rate or ratio of a part the device does not have."""
     out = {}
     doc = cur["stats"]
     pdoc = prev["stats"] if prev else None
     dt = (cur["t"] - prev["t"]) if prev else 0
     for name, _label, _unit, keys, scale in RATES:
+        out[name] = without(doc, name)
+        if out[name] is not None:
+            continue
         a = _sum(doc, keys)
         b = _sum(pdoc, keys) if pdoc else None
         if a is None:

@@ -129,6 +129,7 @@ def test_ratios_of_parts_the_device_lacks():
     assert [repr(d[k]) for k in ("buffer_hit", "cache_hit", "cmt_hit")] == \
         ["no buffer", "no read cache", "no mapping cache"]
     assert all(isinstance(d[k], nhlive.Without) for k in ("buffer_hit", "cache_hit", "cmt_hit"))
+    assert (repr(d["destage_pages"]), repr(d["cmt_misses"])) == ("no buffer", "no mapping cache")
     b["buffer"]["write_hits"] = 250
     b["cache"] = {"read_hits": 100, "read_misses": 800}
     for x in (a, b):
