@@ -62,7 +62,7 @@ def sh(args, env=None):
 
 
 def device_counters():
-    doc = json.loads(sh(["nvme-hybrid-stats"]))
+    doc = json.loads(sh(["nvme-hybrid-stats", "--json"]))
     g = doc["geometry"]
     return {"flushes": doc["host"]["flush_cmds"], "host_write_bytes": doc["host"]["write_bytes"],
             "nand_bytes": doc["nand"]["page_programs"] * g["physical_bytes"] // g["pages_total"]}
@@ -203,7 +203,7 @@ class Bench:
     def main(self):
         o = self.o
         sh(["nh-db-setup", "--wal", "pg", "redis", "rocksdb"])
-        g = json.loads(sh(["nvme-hybrid-stats"]))["geometry"]
+        g = json.loads(sh(["nvme-hybrid-stats", "--json"]))["geometry"]
         with open(os.path.join(SHARE, "device-timing.json"), "w") as f:
             json.dump({"t_read_ns": g["t_read_ns"], "t_prog_ns": g["t_prog_ns"]}, f)
         if "linkbench" in o.engines:

@@ -68,6 +68,16 @@ RATIOS = [
     ("cmt_hit", "mapping-cache hit ratio", ["ftl.cmt.hits"], ["ftl.cmt.hits", "ftl.cmt.misses"]),
 ]
 
+# Rates and ratios of a part the device may not have, and what to say then instead of a 0 (a
+# read misses the read cache even when there is none): name -> (config key, test, text)
+WITHOUT = {
+    "buffer_hit": ("buffer", lambda v: v == "none", "no buffer"),
+    "destage_pages": ("buffer", lambda v: v == "none", "no buffer"),
+    "cache_hit": ("cache-size", lambda v: v == "0", "no read cache"),
+    "cmt_hit": ("ftl", lambda v: v != "dftl", "no mapping cache"),
+    "cmt_misses": ("ftl", lambda v: v != "dftl", "no mapping cache"),
+}
+
 # Gauges read as they are: name -> (label, key, scale, unit)
 GAUGES = [
     ("waf_total", "write amplification since start", "waf", 1, ""),
@@ -91,6 +101,27 @@ class _Absent:
 ABSENT = _Absent()
 
 
+class Without:
+    """The value of a ratio of something this device does not have (WITHOUT): .text says
+    what ("no buffer")."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+    def __bool__(self):
+        return False
+
+
+def without(doc, name):
+    """A Without for ratio @name when @doc's device lacks its part, else None."""
+    key, test, text = WITHOUT.get(name, (None, None, None))
+    v = get(doc, "config." + key) if key else None
+    return Without(text) if isinstance(v, str) and test(v) else None
+
+
 def number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -99,12 +130,15 @@ def derive(prev, cur):
     """Everything the view shows for the interval from sample @prev to sample @cur (@prev may
     be None): {name: value}.  A value is ABSENT when a key it needs is not in @cur's document,
     None when it is there but says nothing yet (no previous sample, nothing happened in the
-    interval for a ratio)."""
+    interval for a ratio), a Without for a rate or ratio of a part the device does not have."""
     out = {}
     doc = cur["stats"]
     pdoc = prev["stats"] if prev else None
     dt = (cur["t"] - prev["t"]) if prev else 0
     for name, _label, _unit, keys, scale in RATES:
+        out[name] = without(doc, name)
+        if out[name] is not None:
+            continue
         a = _sum(doc, keys)
         b = _sum(pdoc, keys) if pdoc else None
         if a is None:
@@ -114,6 +148,9 @@ def derive(prev, cur):
         else:
             out[name] = (a - b) * scale / dt
     for name, _label, num, den in RATIOS:
+        out[name] = without(doc, name)
+        if out[name] is not None:
+            continue
         n1, d1 = _sum(doc, num), _sum(doc, den)
         n0, d0 = (_sum(pdoc, num), _sum(pdoc, den)) if pdoc else (None, None)
         if n1 is None or d1 is None:

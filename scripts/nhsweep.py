@@ -205,7 +205,7 @@ class Grid:
 def replay(sim, trace, fmt, device, options, upload_name=None):
     """One replay, run on a worker.  Returns (statistics document or None, error text or None,
     seconds, worker address).  A missing simulator or trace raises: the sweep stops."""
-    where = "this machine"
+    where, spec_trace = "this machine", trace
     try:
         from distributed import get_worker
         w = get_worker()
@@ -225,6 +225,9 @@ def replay(sim, trace, fmt, device, options, upload_name=None):
         doc, err = nhsim.replay(trace, fmt, device, sim=sim, **options), None
     except nhsim.SimError as e:
         doc, err = None, error_text(e.message)
+    if doc and upload_name:
+        # the trace the spec named, not the worker's copy: the row is the same wherever it ran
+        doc["trace"]["file"] = spec_trace
     return doc, err, time.monotonic() - t0, w.address if w else ""
 
 
@@ -414,7 +417,9 @@ def metric_label(key):
 
 def plot_table(df, grid_axes, out, x=None, series=None, metrics=None, title=""):
     """One PNG per trace and combination of the other axes: a panel per metric, the metric
-    over axis @x, one line per value of axis @series.  Returns the PNG paths."""
+    over axis @x, one line per value of axis @series; over categorical values of @x (page,
+    dftl, fast) bars side by side instead, since a line between categories means nothing.
+    Returns the PNG paths."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -437,15 +442,20 @@ def plot_table(df, grid_axes, out, x=None, series=None, metrics=None, title=""):
         numeric = x and all(isinstance(v, (int, float)) for v in xs)
         for ax, m in zip(panels[0], metrics):
             scale = 1e-3 if m.startswith("latency_ns") else 1
-            groups = sub.groupby(series, sort=False) if series else [("", sub)]
-            for label, g in groups:
+            groups = list(sub.groupby(series, sort=False)) if series else [("", sub)]
+            width = 0.8 / len(groups)
+            for i, (label, g) in enumerate(groups):
                 if x:
                     col = g.set_index(x)[m]
                     ys = [col[v] * scale if v in col.index else float("nan") for v in xs]
                 else:
                     ys = [g[m].iloc[0] * scale]
-                pos = xs if numeric else list(range(len(xs)))
-                ax.plot(pos, ys, marker="o", markersize=4, label=str(label) if series else None)
+                name = str(label) if series else None
+                if numeric:
+                    ax.plot(xs, ys, marker="o", markersize=4, label=name)
+                else:
+                    ax.bar([j - 0.4 + width * (i + 0.5) for j in range(len(xs))], ys,
+                           width=width, label=name)
             if not numeric:
                 ax.set_xticks(range(len(xs)))
                 ax.set_xticklabels([str(v) for v in xs], rotation=30 if len(xs) > 4 else 0)

@@ -13,6 +13,7 @@
  * docs/simulator.md.
  */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ static gboolean opt_skip_bad = FALSE;
 static gboolean opt_no_drain = FALSE;
 static gboolean opt_sort = FALSE;
 static gboolean opt_list_keys = FALSE;
+static gboolean opt_version = FALSE;
 static gdouble opt_fill = 0;
 static gint opt_qd = 0;
 static gint64 opt_limit = 0;
@@ -72,6 +74,8 @@ static GOptionEntry entries[] = {
       "print every device property (key, values, default, meaning) and exit", NULL },
     { "skip-bad", 0, 0, G_OPTION_ARG_NONE, &opt_skip_bad,
       "count and report malformed trace lines instead of failing on the first", NULL },
+    { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version,
+      "print the simulator's version (the project's, VERSION) and exit", NULL },
     { NULL }
 };
 
@@ -98,12 +102,102 @@ static JsonObject *obj(JsonObject *o, const char *path)
     return o;
 }
 
-static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, double wall_s,
-                        uint64_t capacity)
+/* A size in the largest binary unit it reaches, KiB at least: "256 MiB", "1.5 GiB" (scripts/
+ * nhtable.py's size_text prints the same). */
+static char *size_text(uint64_t bytes)
+{
+    static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
+    double v = bytes / 1024.0;
+    unsigned u = 0;
+
+    while (v >= 1024 && u + 1 < G_N_ELEMENTS(units)) {
+        v /= 1024;
+        u++;
+    }
+    return g_strdup_printf(v == floor(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
+}
+
+/* @part of @whole in percent, or what stands for it when @whole is 0 */
+static char *share(uint64_t part, uint64_t whole, const char *what)
+{
+    return whole ? g_strdup_printf("%.1f%% of %s", 100.0 * part / whole, what)
+                 : g_strdup_printf("no %s", what);
+}
+
+/* The placement line (placement on: the FTL has per-stream frontiers): the host's streams, how
+ * they map, and the host pages each physical stream's frontier wrote. */
+static void print_placement(JsonObject *cfg, JsonObject *pl)
+{
+    JsonObject *pages = pl && json_object_has_member(pl, "host_pages")
+                        ? json_object_get_object_member(pl, "host_pages") : NULL;
+    GString *line;
+    GList *members;
+
+    if (!pages || !json_object_get_size(pages)) {
+        return;
+    }
+    line = g_string_new(NULL);
+    g_string_printf(line, "placement   streams=%s map=%s physical streams %u",
+                    json_object_get_string_member(cfg, "streams"),
+                    json_object_get_string_member(cfg, "stream-map"),
+                    json_object_get_size(pages));
+    if (!strcmp(json_object_get_string_member(cfg, "stream-map"), "dstream")) {
+        g_string_append_printf(line, " (k %llu now)",
+                               (unsigned long long)json_object_get_int_member(pl, "k"));
+    }
+    g_string_append(line, "  host pages per stream");
+    /* members "0".."n-1" in order: json-glib keeps the order they were added in */
+    members = json_object_get_members(pages);
+    for (GList *m = members; m; m = m->next) {
+        g_string_append_printf(line, " %s:%llu", (const char *)m->data,
+                               (unsigned long long)json_object_get_int_member(pages, m->data));
+    }
+    g_list_free(members);
+    printf("%s\n", line->str);
+    g_string_free(line, TRUE);
+}
+
+/* The buffer line, and the read cache's when there is one: "none" rather than a hit ratio of 0
+ * when there is no buffer. */
+static void print_buffer(JsonObject *cfg, JsonObject *host, JsonObject *buf, JsonObject *cache)
+{
+    const char *policy = json_object_get_string_member(cfg, "buffer");
+    const char *cache_size = json_object_get_string_member(cfg, "cache-size");
+
+#define I(o, k) ((unsigned long long)json_object_get_int_member(o, k))
+    if (!strcmp(policy, "none")) {
+        printf("buffer      none\n");
+    } else {
+        char *hits = share(I(buf, "write_hits"), I(host, "write_pages"), "host pages written");
+
+        printf("buffer      %s %s  write hits %llu (%s)  read hits %llu  evictions %llu  "
+               "destaged pages %llu\n", policy, json_object_get_string_member(cfg, "buffer-size"),
+               I(buf, "write_hits"), hits, I(buf, "read_hits"), I(buf, "evictions"),
+               I(buf, "destage_pages"));
+        g_free(hits);
+    }
+    if (strcmp(cache_size, "0")) {
+        unsigned long long looked = I(cache, "read_hits") + I(cache, "read_misses");
+        char *ratio = looked ? g_strdup_printf("hit ratio %.1f%%", 100.0 * I(cache, "read_hits")
+                                                                   / looked)
+                             : g_strdup("nothing read");
+
+        printf("read cache  %s  hits %llu  misses %llu (%s)\n", cache_size, I(cache, "read_hits"),
+               I(cache, "read_misses"), ratio);
+        g_free(ratio);
+    }
+#undef I
+}
+
+/* The table: every line but the replay's wall time comes from the document, and scripts/
+ * nhtable.py prints the same lines from it (tests/scripts/test_table.py holds them equal). */
+static void print_table(const char *stats, double wall_s)
 {
     JsonParser *p = json_parser_new();
-    JsonObject *root, *host, *nand, *ftl, *cmt, *wear, *lr, *lw, *cfg, *drain;
-    double secs = sim_ns / 1e9;
+    JsonObject *root, *host, *nand, *ftl, *cmt, *wear, *lr, *lw, *cfg, *drain, *geo;
+    uint64_t nreq;
+    double secs;
+    char *cap;
 
     if (!json_parser_load_from_data(p, stats, -1, NULL)) {
         g_object_unref(p);
@@ -119,14 +213,18 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
     lw = obj(root, "latency_ns.write");
     cfg = obj(root, "config");
     drain = obj(root, "drain");
+    geo = obj(root, "geometry");
+    nreq = json_object_get_int_member(obj(root, "trace"), "requests");
+    secs = json_object_get_int_member(obj(root, "run"), "duration_ns") / 1e9;
+    cap = size_text(json_object_get_int_member(geo, "capacity_bytes"));
 
 #define I(o, k) ((unsigned long long)json_object_get_int_member(o, k))
-    printf("device      ftl=%s cell=%s channels=%s ways=%s blocks=%s op=%s%% capacity=%.1f GiB\n",
+    printf("device      ftl=%s cell=%s channels=%s ways=%s blocks=%s op=%s%% capacity=%s\n",
            json_object_get_string_member(cfg, "ftl"), json_object_get_string_member(cfg, "cell"),
            json_object_get_string_member(cfg, "channels"),
            json_object_get_string_member(cfg, "ways"),
            json_object_get_string_member(cfg, "blocks"), json_object_get_string_member(cfg, "op"),
-           capacity / 1073741824.0);
+           cap);
     printf("requests    %llu in %.3f s simulated (%.0f IOPS), replayed in %.2f s (%.0f req/s)\n",
            (unsigned long long)nreq, secs, secs > 0 ? nreq / secs : 0.0, wall_s,
            wall_s > 0 ? nreq / wall_s : 0.0);
@@ -144,6 +242,8 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
                100.0 * I(cmt, "hits") / (I(cmt, "hits") + I(cmt, "misses")),
                I(ftl, "translation_page_reads"), I(ftl, "translation_page_writes"));
     }
+    print_placement(cfg, obj(root, "ftl.placement"));
+    print_buffer(cfg, host, obj(root, "buffer"), obj(root, "cache"));
     if (I(drain, "page_programs") || I(drain, "time_ns")) {
         printf("drain       page programs %llu  erases %llu  gc copies %llu  in %.3f ms (counted "
                "above)\n", I(drain, "page_programs"), I(drain, "block_erases"),
@@ -162,6 +262,7 @@ static void print_table(const char *stats, uint64_t nreq, uint64_t sim_ns, doubl
            json_object_get_double_member(lw, "mean") / 1e3, I(lw, "p50") / 1e3,
            I(lw, "p99") / 1e3, I(lw, "max") / 1e3);
 #undef I
+    g_free(cap);
     g_object_unref(p);
     if (fit) {
         char *line = nh_fit_summary(fit);
@@ -555,6 +656,15 @@ static char *add_members(char *stats, const Scan *scan, uint64_t nbad)
     g_assert(parsed);   /* the engine's own document */
     root = json_node_get_object(json_parser_get_root(p));
     trace = json_object_new();
+    /* what was replayed and how, so that a document alone says how to replay it again */
+    json_object_set_string_member(trace, "file", opt_trace);
+    json_object_set_string_member(trace, "format", opt_format);
+    json_object_set_int_member(trace, "qd", opt_qd);
+    json_object_set_int_member(trace, "limit", opt_limit);
+    json_object_set_boolean_member(trace, "sort", opt_sort);
+    json_object_set_double_member(trace, "fill", opt_fill);
+    json_object_set_boolean_member(trace, "drain", !opt_no_drain);
+    json_object_set_string_member(trace, "simulator", "nvme-hybrid-sim " NH_VERSION);
     json_object_set_int_member(trace, "requests", (gint64)scan->nreq);
     json_object_set_int_member(trace, "malformed_lines", (gint64)nbad);
     json_object_set_int_member(trace, "backward_requests", (gint64)scan->backwards);
@@ -610,6 +720,10 @@ int main(int argc, char **argv)
         return fail(err);
     }
     g_option_context_free(ctx);
+    if (opt_version) {
+        printf("nvme-hybrid-sim %s\n", NH_VERSION);
+        return 0;
+    }
     if (opt_list_keys) {
         list_keys();
         return 0;
@@ -678,7 +792,7 @@ int main(int argc, char **argv)
     if (opt_json) {
         printf("%s\n", stats);
     } else {
-        print_table(stats, nreq, end_time - base, (g_get_monotonic_time() - t0) / 1e6, capacity);
+        print_table(stats, (g_get_monotonic_time() - t0) / 1e6);
         if (nbad) {
             printf("trace       %" G_GUINT64_FORMAT " malformed lines skipped (first: %s)\n",
                    nbad, first_bad);

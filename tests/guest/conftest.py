@@ -46,7 +46,7 @@ S=/mnt/share
 DEV=$(nvme-hybrid-dev)
 CTRL=$(nvme-hybrid-dev --ctrl)
 snap() {
-    nvme-hybrid-stats > $S/stats-$1.json
+    nvme-hybrid-stats --json > $S/stats-$1.json
     nvme smart-log $CTRL -o json > $S/smart-$1.json
 }
 """

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from helpers import SCRIPTS, SIM
+from helpers import REPO, SCRIPTS, SIM
 
 sys.path.insert(0, SCRIPTS)
 import nhlive  # noqa: E402
@@ -116,3 +116,53 @@ def test_nhtop_bad_qmp(tmp_path):
     r = subprocess.run([sys.executable, nhtop, "--qmp", "x.sock", "--record", "/no/dir/r.jsonl"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--record: no directory /no/dir" in r.stderr
+
+
+def test_ratios_of_parts_the_device_lacks():
+    """No buffer, read cache or mapping cache: the ratio says so instead of 0% (a read misses
+    the read cache even when there is none)."""
+    a, b = doc(0, 0, 0, hits=0), doc(100, 1000, 1000, hits=0)
+    for d in (a, b):
+        d["cache"] = {"read_hits": 0, "read_misses": 400}
+        d["config"] = {"buffer": "none", "cache-size": "0", "ftl": "page"}
+    d = nhlive.derive({"t": 0.0, "stats": a}, {"t": 1.0, "stats": b})
+    assert [repr(d[k]) for k in ("buffer_hit", "cache_hit", "cmt_hit")] == \
+        ["no buffer", "no read cache", "no mapping cache"]
+    assert all(isinstance(d[k], nhlive.Without) for k in ("buffer_hit", "cache_hit", "cmt_hit"))
+    assert (repr(d["destage_pages"]), repr(d["cmt_misses"])) == ("no buffer", "no mapping cache")
+    b["buffer"]["write_hits"] = 250
+    b["cache"] = {"read_hits": 100, "read_misses": 800}
+    for x in (a, b):
+        x["config"] = {"buffer": "lru", "cache-size": "4M", "ftl": "dftl"}
+    d = nhlive.derive({"t": 0.0, "stats": a}, {"t": 1.0, "stats": b})
+    assert d["buffer_hit"] == 0.25 and d["cache_hit"] == 0.2
+    assert d["cmt_hit"] is nhlive.ABSENT        # dftl, but no ftl.cmt in this document
+
+
+def test_nhtop_says_what_it_shows(tmp_path):
+    """The screen says the latency is the model's and "no buffer" for a device without one."""
+    import asyncio
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("nhtop", os.path.join(SCRIPTS, "nhtop"))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    nhtop = importlib.util.module_from_spec(spec)
+    loader.exec_module(nhtop)
+    opts = nhtop.argparse.Namespace(qmp=str(tmp_path / "none.sock"), qom_path=None,
+                                    interval=1.0, history=60, record=None, wait=0)
+    trace = os.path.join(REPO, "tests", "data", "traces", "mqsim_tpcc-small.trace")
+    stats = json.loads(subprocess.run([SIM, "--json", "-t", trace, "-f", "mqsim", "--limit",
+                                       "500"], capture_output=True, text=True,
+                                      check=True).stdout)
+
+    async def screen():
+        app = nhtop.LiveView(opts)
+        async with app.run_test():
+            app.show({"t": 0.0, "stats": stats})
+            app.show({"t": 1.0, "stats": stats})
+            lat = app.query_one("#latency")
+            value = str(app.query_one("#v-buffer_hit", nhtop.Label).render())
+            return lat.border_title, lat.border_subtitle, value
+    title, note, value = asyncio.run(screen())
+    assert "model's latency" in title and "TCG" in note and "timing.md" in note
+    assert value == "no buffer"

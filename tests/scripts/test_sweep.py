@@ -328,3 +328,31 @@ def test_compare_buffers_fill_and_drain(tmp_path):
     assert undrained["response_us"] == res["response_us"]   # the drain is after the last request
     doc, _, opts, md = runs["empty"]
     assert doc["fill"] == 0 and "--fill" not in opts and "no --fill" in md
+
+
+def test_plot_bars_for_categories_lines_for_numbers(tmp_path, monkeypatch):
+    """An axis of names (ftl: page, dftl, fast) gets bars side by side, one per series; a
+    numeric one gets lines; a line joining categories would suggest values between them."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    import nhsweep
+    saved = []
+    real = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig",
+                        lambda fig, path, **kw: (saved.append(fig), real(fig, path, **kw)))
+    rows = [{"trace": "t", "ftl": f, "buffer-size": b, "waf": 1 + i + b / 10,
+             "error": None} for i, f in enumerate(("page", "dftl", "fast"))
+            for b in (1, 4)]
+    df = pd.DataFrame(rows)
+    paths = nhsweep.plot_table(df, ["ftl", "buffer-size"], str(tmp_path), x="ftl",
+                               series="buffer-size", metrics=["waf"])
+    assert len(paths) == 1 and os.path.getsize(paths[0]) > 0
+    ax = saved[0].axes[0]
+    assert not ax.lines and len(ax.patches) == 6
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["page", "dftl", "fast"]
+    saved.clear()
+    nhsweep.plot_table(df, ["ftl", "buffer-size"], str(tmp_path), x="buffer-size",
+                       series="ftl", metrics=["waf"])
+    ax = saved[0].axes[0]
+    assert len(ax.lines) == 3 and not ax.patches

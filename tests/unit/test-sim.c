@@ -830,6 +830,19 @@ static char *write_gz(const char *data, size_t len, const char *suffix)
     return path;
 }
 
+/* @doc without its trace.file member, which names the file the replay read: documents of one
+ * trace read from different files are otherwise equal. */
+static char *without_file(char *doc)
+{
+    GRegex *re = g_regex_new("\n *\"file\" : \"[^\"]*\",", 0, 0, NULL);
+    char *out = g_regex_replace_literal(re, doc, -1, 0, "", 0, NULL);
+
+    g_assert_cmpstr(out, !=, doc);
+    g_regex_unref(re);
+    g_free(doc);
+    return out;
+}
+
 /* A gzipped trace, found by its magic (with and without a .gz name), replays to the same
  * statistics document as its plain form; corrupt, truncated and falsely named ones are refused
  * with zlib's reason. */
@@ -857,6 +870,7 @@ static void test_sim_gzip(void)
                 g_error("%s (%d): %s", s[i].file, k, errs);
             }
             g_free(errs);
+            out[k] = without_file(out[k]);
         }
         g_assert_true(g_str_has_prefix(out[0], "{"));
         g_assert_cmpstr(out[1], ==, out[0]);
