@@ -125,6 +125,8 @@ static void append_keys(GArray *a, const NhConfigKey *k, size_t n, size_t *slot)
             key.width = sizeof(uint64_t);
             ++*slot;
         }
+        /* auto_value() of a key where 0 is a value needs all 64 bits */
+        g_assert(!key.allow_auto || key.type != NH_KEY_UINT || key.min || key.width == 8);
         g_array_append_val(a, key);
     }
 }
@@ -261,13 +263,19 @@ bool nh_config_parse_size(const char *text, uint64_t *bytes)
     return scale(v, mult, bytes);
 }
 
+/* What "auto" is stored as: 0, unless 0 is a value of the key (config.h). */
+static uint64_t auto_value(const NhConfigKey *k)
+{
+    return k->type == NH_KEY_UINT && k->min == 0 ? NH_CONFIG_AUTO : 0;
+}
+
 static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, GError **errp)
 {
     uint64_t v = 0, mult = 1;
     const char *unit;
 
     if (k->allow_auto && g_ascii_strcasecmp(value, "auto") == 0) {
-        *out = 0;
+        *out = auto_value(k);
         return true;
     }
     switch (k->type) {
@@ -336,7 +344,7 @@ static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, 
             lo = g_strdup_printf("%" G_GUINT64_FORMAT, k->min);
             hi = g_strdup_printf("%" G_GUINT64_FORMAT, k->max);
         }
-        /* 0 is a value, never the preset (that is 'auto', stored as 0) */
+        /* 0 is a value, never the preset (that is 'auto', stored as auto_value()) */
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: must be between %s and %s%s, got %s",
                     k->name, lo, hi, k->allow_auto ? " or 'auto'" : "", value);
         g_free(lo);
@@ -535,7 +543,7 @@ char *nh_config_get(const NhConfig *cfg, const char *key)
         return g_strdup(buf);
     }
     v = fetch(cfg, k);
-    if (k->allow_auto && v == 0) {
+    if (k->allow_auto && v == auto_value(k)) {
         return g_strdup("auto");
     }
     switch (k->type) {

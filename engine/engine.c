@@ -161,13 +161,20 @@ static bool too_few_blocks(const NhConfig *cfg, uint64_t capacity, uint64_t need
         g_free(op_advice);
         g_free(have);
     } else {
+        uint32_t streams = nh_placement_max_streams(cfg) - 1;
+        char *kept = streams ? g_strdup_printf(" (%u of them kept for the frontiers of "
+                                               "physical streams 1..%u: fewer with a lower "
+                                               "streams, none with streams=0)", streams,
+                                               streams)
+                             : g_strdup("");
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "blocks: %" G_GUINT64_FORMAT " blocks per plane leave %" G_GUINT64_FORMAT
                     " spare beyond the %" G_GUINT64_FORMAT " that hold the capacity %s, fewer "
                     "than the %u spare blocks per plane ftl=%s needs for its open blocks, free "
-                    "blocks and room to clean (docs/engine.md, Geometry); use blocks=%"
+                    "blocks and room to clean%s (docs/engine.md, Geometry); use blocks=%"
                     G_GUINT64_FORMAT " or more, or blocks=auto, or a smaller capacity", blocks,
-                    blocks - data, data, want, spare, cfg->ftl, min);
+                    blocks - data, data, want, spare, cfg->ftl, kept, min);
+        g_free(kept);
     }
     g_free(want);
     return false;
@@ -371,6 +378,11 @@ static bool check_range(const NhEngine *eng, const NhRequest *req, GError **errp
 uint32_t nh_engine_stream_limit(const NhEngine *eng)
 {
     return eng->ops->features & NH_FTL_PLACEMENT ? nh_placement_host_streams(&eng->cfg) : 0;
+}
+
+uint32_t nh_engine_stream_fronts(const NhEngine *eng)
+{
+    return nh_engine_stream_limit(eng) ? nh_placement_max_streams(&eng->cfg) : 0;
 }
 
 void nh_engine_stream_release(NhEngine *eng, uint16_t id)

@@ -74,7 +74,21 @@ char *nh_blocks_check(NhBlocks *b)
     }
     for (uint32_t pu = 0; pu < b->npu && !err; pu++) {
         NhPlane *p = &b->pu[pu];
-        heaped += p->nfree;
+        uint32_t unopened = 0;
+        for (uint32_t f = b->s.nfront - b->s.reserved; f < b->s.nfront; f++) {
+            unopened += p->open[f] == NH_NONE;
+        }
+        if (p->nkept > unopened) {
+            err = g_strdup_printf("plane %u keeps %u blocks for %u reserved frontiers not open",
+                                  pu, p->nkept, unopened);
+        }
+        for (uint32_t i = 0; i < p->nkept && !err; i++) {
+            if (b->blk[p->kept[i]].state != NH_BLK_FREE || p->kept[i] / b->blocks != pu) {
+                err = g_strdup_printf("plane %u keeps block %u, which is not free here", pu,
+                                      p->kept[i]);
+            }
+        }
+        heaped += p->nfree + p->nkept;
         for (uint32_t i = 0; i < p->nfree && !err; i++) {
             if (b->blk[p->heap[i]].state != NH_BLK_FREE || p->heap[i] / b->blocks != pu) {
                 err = g_strdup_printf("plane %u: heap holds block %u, which is not free here",
@@ -100,7 +114,7 @@ char *nh_blocks_check(NhBlocks *b)
     }
     if (!err && heaped != nfree) {
         err = g_strdup_printf("%" G_GUINT64_FORMAT " free blocks but %" G_GUINT64_FORMAT
-                              " in the free heaps", nfree, heaped);
+                              " in the free heaps and kept", nfree, heaped);
     }
     if (!err && nfree + nopen + nclosed != nblocks) {
         err = g_strdup_printf("free %" G_GUINT64_FORMAT " + open %" G_GUINT64_FORMAT

@@ -93,9 +93,20 @@ static void note_free_space(NhBlocks *b, NhPlane *p)
     }
 }
 
+static inline bool reserved_front(const NhBlocks *b, uint32_t front)
+{
+    return front >= b->s.nfront - b->s.reserved;
+}
+
+/* A reserved frontier's first block is the one kept for it (NhBlocksSpec.reserved). */
+static inline bool opens_kept(const NhBlocks *b, const NhPlane *p, uint32_t front)
+{
+    return p->open[front] == NH_NONE && p->nkept && reserved_front(b, front);
+}
+
 static uint32_t open_block(NhBlocks *b, NhPlane *p, uint8_t kind, uint32_t front)
 {
-    uint32_t blk = heap_pop(b, p);
+    uint32_t blk = opens_kept(b, p, front) ? p->kept[--p->nkept] : heap_pop(b, p);
     b->blk[blk].state = NH_BLK_OPEN;
     b->blk[blk].kind = kind;
     b->blk[blk].front = (uint8_t)front;
@@ -148,6 +159,10 @@ uint64_t nh_blocks_front_close(NhBlocks *b, uint32_t front)
             left += b->pages - b->blk[p->open[front]].wp;
             close_block(b, p->open[front]);
             p->open[front] = NH_NONE;
+            if (reserved_front(b, front) && p->nfree > b->s.reserve) {
+                p->kept[p->nkept++] = heap_pop(b, p);   /* its next first block */
+                note_free_space(b, p);
+            }
         }
     }
     return left;
@@ -319,7 +334,7 @@ static uint32_t host_page_in(NhBlocks *b, uint32_t pu, uint32_t front)
     if (front_full(b, p, front)) {
         while (p->nfree <= b->crit && gc_step(b, pu, true)) {
         }
-        if (p->nfree <= b->s.reserve) {
+        if (p->nfree <= b->s.reserve && !opens_kept(b, p, front)) {
             return NH_NONE;
         }
     }
@@ -335,7 +350,9 @@ static uint32_t dynamic_pick(NhBlocks *b, uint32_t front)
 
     for (uint32_t i = 0, k = b->rr[front]; i < b->npu; i++, k = k + 1 == b->npu ? 0 : k + 1) {
         NhPlane *p = &b->pu[b->order[k]];
-        uint32_t next = front_full(b, p, front) && p->nfree ? p->heap[0] : NH_NONE;
+        uint32_t next = !front_full(b, p, front) ? NH_NONE
+                        : opens_kept(b, p, front) ? p->kept[p->nkept - 1]
+                        : p->nfree ? p->heap[0] : NH_NONE;
         uint64_t rank = nh_alloc_rank(b->nand, b->order[k] / b->nand->g.planes, next, b->now);
         if (rank < best_rank) {
             best_rank = rank;
@@ -445,7 +462,7 @@ static void watermarks(const NhConfig *cfg, uint64_t spare, uint32_t reserve, ui
 }
 
 uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t npu,
-                             uint32_t held, uint32_t reserve)
+                             uint32_t held, uint32_t reserve, uint32_t reserved)
 {
     uint64_t per_plane = (uint64_t)cfg->pages * npu;
     uint64_t data = (live_pages + per_plane - 1) / per_plane;
@@ -467,7 +484,7 @@ uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t 
     for (uint64_t s = MAX(held + reserve + 2, held + room);; s++) {
         watermarks(cfg, s, reserve, &crit, &low, &high);
         if (s >= held + high + room) {
-            return s > UINT32_MAX ? 0 : (uint32_t)s;
+            return s + reserved > UINT32_MAX ? 0 : (uint32_t)(s + reserved);
         }
     }
 }
@@ -494,7 +511,8 @@ bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, 
     /* the engine sized the geometry with the FTL's spare_blocks (nh_blocks_min_spare), so the
      * frontiers, the gc-high free blocks and room for invalid pages fit in every plane */
     spare = (g->nblocks - (spec->live_pages + g->pages - 1) / g->pages) / g->npu;
-    watermarks(env->cfg, spare, spec->reserve, &b->crit, &b->low, &b->high);
+    watermarks(env->cfg, spare - MIN(spare, spec->reserved), spec->reserve, &b->crit, &b->low,
+               &b->high);
     b->p2l = nh_lazy_alloc(g->npages, sizeof(uint32_t));
     b->blk = nh_lazy_alloc(g->nblocks, sizeof(NhBlock));
     if (!b->p2l || !b->blk) {
@@ -516,9 +534,16 @@ bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, 
         for (uint32_t f = 0; f < NH_MAX_FRONT; f++) {
             p->open[f] = NH_NONE;
         }
-        /* equal erase counts: any order is a heap; a restored wear table is re-heaped by load */
+        /* the plane's last blocks are the reserved frontiers' (the geometry added them, so
+         * the others are those of a device without them); equal erase counts: any order is a
+         * heap; a restored wear table is re-heaped by load */
+        p->kept = g_new(uint32_t, MAX(spec->reserved, 1));
         for (uint32_t k = 0; k < b->blocks; k++) {
-            heap_push(b, p, i * b->blocks + k);
+            if (k < b->blocks - MIN(spec->reserved, b->blocks)) {
+                heap_push(b, p, i * b->blocks + k);
+            } else {
+                p->kept[p->nkept++] = i * b->blocks + k;
+            }
         }
     }
     return true;
@@ -528,6 +553,7 @@ void nh_blocks_destroy(NhBlocks *b)
 {
     for (uint32_t i = 0; b->pu && i < b->npu; i++) {
         g_free(b->pu[i].heap);
+        g_free(b->pu[i].kept);
     }
     g_free(b->pu);
     nh_lazy_free(b->p2l, b->nand->g.npages, sizeof(uint32_t));
@@ -693,10 +719,28 @@ void nh_blocks_load_done(NhBlocks *b)
     uint64_t nblocks = (uint64_t)b->npu * b->blocks;
 
     for (uint32_t i = 0; i < b->npu; i++) {
-        b->pu[i].nfree = 0;
+        NhPlane *p = &b->pu[i];
+        uint32_t unopened = 0;
+
+        p->nfree = 0;
+        p->nkept = 0;
+        for (uint32_t f = b->s.nfront - b->s.reserved; f < b->s.nfront; f++) {
+            unopened += p->open[f] == NH_NONE;
+        }
+        /* kept for the reserved frontiers without an open block: the plane's last free
+         * blocks, as a new device keeps its last blocks */
+        for (uint32_t k = b->blocks; k-- > 0 && p->nkept < unopened;) {
+            uint32_t blk = i * b->blocks + k;
+            if (b->blk[blk].state == NH_BLK_FREE) {
+                p->kept[p->nkept++] = blk;
+                b->blk[blk].state = NH_BLK_KEPT;
+            }
+        }
     }
     for (uint64_t k = 0; k < nblocks; k++) {
-        if (b->blk[k].state == NH_BLK_FREE) {
+        if (b->blk[k].state == NH_BLK_KEPT) {
+            b->blk[k].state = NH_BLK_FREE;
+        } else if (b->blk[k].state == NH_BLK_FREE) {
             heap_push(b, &b->pu[k / b->blocks], (uint32_t)k);
         } else if (b->blk[k].state == NH_BLK_CLOSED) {
             bucket_insert(b, (uint32_t)k);

@@ -26,11 +26,12 @@
 #include "record.h"
 
 #define NH_NONE UINT32_MAX
-#define NH_MAX_FRONT 18     /* dftl's three and 15 more physical streams (placement.h) */
+#define NH_MAX_FRONT 66     /* dftl's three and 63 more physical streams (placement.h) */
 #define NH_MAX_KIND 2
 #define NH_CHUNK_SHIFT 16   /* forward-map entries per bit of a "touched" map (used by save) */
 
-enum { NH_BLK_FREE = 0, NH_BLK_OPEN, NH_BLK_CLOSED };
+enum { NH_BLK_FREE = 0, NH_BLK_OPEN, NH_BLK_CLOSED,
+       NH_BLK_KEPT /* only while nh_blocks_load_done sorts the free blocks */ };
 
 typedef struct NhBlock {
     uint32_t valid;
@@ -46,6 +47,9 @@ typedef struct NhPlane {
     uint32_t *heap;         /* free blocks, min-heap on erase count */
     uint32_t  nfree;
     uint32_t  open[NH_MAX_FRONT];   /* frontier blocks, NH_NONE when not open */
+    uint32_t *kept;         /* free blocks kept for reserved frontiers without an open block */
+    uint32_t  nkept;
+    uint32_t  unopened;     /* reserved frontiers without an open block: free blocks kept */
     uint32_t  erases;       /* since the last static wear-levelling check */
     bool      bg;           /* background GC active */
 } NhPlane;
@@ -59,6 +63,11 @@ typedef struct NhBlocksSpec {
     uint8_t  front_kind[NH_MAX_FRONT];
     uint8_t  gc_front[NH_MAX_KIND];
     uint32_t reserve;
+    /* the last @reserved frontiers (placement's physical streams 1..k-1) have a block per plane
+     * of their own (nh_blocks_min_spare's @reserved): a plane keeps one free for each of them
+     * without an open block, and its watermarks leave them out, so writes that never reach
+     * those frontiers see the plane as a device without them (GC at the same counts) */
+    uint32_t reserved;
     uint64_t live_pages;    /* physical pages the FTL's valid data can need */
     /* The valid pages of a victim of @kind in plane @pu were copied.  Returns when the FTL's
      * own flash operations for it end (>= now). */
@@ -101,10 +110,11 @@ typedef struct NhBlocks {
  * still has invalid pages and GC reclaims instead of compacting: for blocks=auto at least op
  * percent of the data blocks (at least one block), for an explicit blocks one block.  0 when
  * gc-high leaves no room at any size.  The FTL's spare_blocks hook; blocks=auto is sized with
- * it, an explicit blocks is checked against it.
+ * it, an explicit blocks is checked against it.  @reserved (NhBlocksSpec.reserved) blocks come
+ * on top, watermarks and room unchanged by them.
  */
 uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t npu,
-                             uint32_t held, uint32_t reserve);
+                             uint32_t held, uint32_t reserve, uint32_t reserved);
 bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, GError **errp);
 void nh_blocks_destroy(NhBlocks *b);
 

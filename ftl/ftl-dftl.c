@@ -362,18 +362,18 @@ static uint64_t tpages_of(const NhConfig *cfg, uint64_t lpages)
 }
 
 /*
- * Per plane: three frontiers (host data, GC data, translation) and one per physical stream
- * beyond the first, a reserve of two (one GC step
+ * Per plane: three frontiers (host data, GC data, translation), a reserve of two (one GC step
  * may fill a data block and a translation block), and room for the translation pages, doubled
  * because they need not spread evenly over the planes; then the block layer's free blocks and
- * room for invalid pages (nh_blocks_min_spare).
+ * room for invalid pages (nh_blocks_min_spare), and a reserved block per physical stream beyond
+ * the first.
  */
 static uint32_t dftl_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
 {
     uint64_t per_plane = (tpages_of(cfg, lpages) + (uint64_t)cfg->pages * npu - 1) /
                          ((uint64_t)cfg->pages * npu);
-    uint32_t fronts = NFRONT + nh_placement_max_streams(cfg) - 1;
-    return nh_blocks_min_spare(cfg, lpages, npu, (uint32_t)(fronts + 2 * per_plane), 2);
+    return nh_blocks_min_spare(cfg, lpages, npu, (uint32_t)(NFRONT + 2 * per_plane), 2,
+                               nh_placement_max_streams(cfg) - 1);
 }
 
 /* CMT entries with @k physical streams open: what their buffers leave of dstream-memory, or
@@ -403,6 +403,7 @@ static void placement_init(Dftl *f, const NhFtlEnv *env, NhBlocksSpec *spec)
         return;
     }
     spec->nfront = NFRONT + f->pl->nstreams - 1;
+    spec->reserved = f->pl->nstreams - 1;
     for (uint32_t i = 0; i < spec->nfront; i++) {
         spec->front_kind[i] = i == FRONT_TRANS ? KIND_TRANS : KIND_DATA;
         /* translation blocks are GC'd too, but they are not a stream's data */

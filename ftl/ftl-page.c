@@ -175,11 +175,11 @@ static void page_destroy(void *opaque)
     g_free(f);
 }
 
-/* Two frontiers per plane, one more per physical stream beyond the first, and a reserve of one
- * (see page_create). */
+/* Two frontiers per plane and a reserve of one (see page_create); a reserved block more per
+ * physical stream beyond the first. */
 static uint32_t page_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
 {
-    return nh_blocks_min_spare(cfg, lpages, npu, NFRONT + nh_placement_max_streams(cfg) - 1, 1);
+    return nh_blocks_min_spare(cfg, lpages, npu, NFRONT, 1, nh_placement_max_streams(cfg) - 1);
 }
 
 static void *page_create(const NhFtlEnv *env, GError **errp)
@@ -189,6 +189,7 @@ static void *page_create(const NhFtlEnv *env, GError **errp)
         .nfront = NFRONT + nh_placement_max_streams(env->cfg) - 1,
         .gc_front = { FRONT_GC },
         .reserve = 1,
+        .reserved = nh_placement_max_streams(env->cfg) - 1,
         .live_pages = env->lpages,
         .moved = page_moved,
         .where = page_where,

@@ -8,20 +8,27 @@
 
 #include <string.h>
 
+/* dftl's three frontiers and one per physical stream beyond the first (blocks.h) */
+G_STATIC_ASSERT(NH_MAX_FRONT >= 3 + NH_MAX_STREAMS - 1);
+/* front_stream[] holds a physical stream or NH_STREAM_GC */
+G_STATIC_ASSERT(NH_STREAM_GC <= UINT8_MAX);
+
 static const char *const map_names[] = { "fixed", "dstream", NULL };
 static const char *const dsk_names[] = { "adaptive", "fixed", NULL };
 
 const NhConfigKey nh_placement_keys[] = {
-    { "streams", NH_KEY_UINT, 0, 0, "0", 0, 65535, NULL, false,
+    { "streams", NH_KEY_UINT, 0, 0, "auto", 0, NH_MAX_HOST_STREAMS, NULL, true,
       "placement: host stream identifiers a write may carry (1..n); 0 = untagged writes only "
-      "(placement off unless stream-map=dstream); ftl=page or dftl" },
+      "(placement off unless stream-map=dstream); auto = 16 where the device can place "
+      "(ftl=page or dftl, stream-map=fixed, buffer=none, cache-size=0), else 0" },
     { "stream-map", NH_KEY_ENUM, 0, 0, "fixed", 0, 0, map_names, false,
       "placement: how tags map to physical streams: fixed (tag t on stream 1 + (t - 1) mod "
       "(physical-streams - 1), untagged on stream 0) or dstream (seed 003: logical streams "
       "clustered by update count, k adaptive)" },
     { "physical-streams", NH_KEY_UINT, 0, 0, "auto", 1, NH_MAX_STREAMS, NULL, true,
       "placement: physical streams (write frontiers); fixed: exactly this many (auto: streams "
-      "+ 1, at most 16); dstream: k at most (auto: 16)" },
+      "+ 1, at most 64; host streams beyond share, ftl.placement.shared_streams); dstream: k "
+      "at most (auto: 16)" },
     { "stream-buffer", NH_KEY_SIZE, 0, 0, "auto", 512, 1ull << 30, NULL, true,
       "dstream: device memory one open physical stream's write buffer takes (auto: seed 003's "
       "channels x ways x dies x planes x 2 pages x page-size x bits per cell)" },
@@ -56,6 +63,12 @@ static bool copies_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
     return stream_key(cfg, i, key, len);
 }
 
+static bool host_stream_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
+{
+    g_snprintf(key, len, "%u", i);
+    return nh_placement_on(cfg) && i <= nh_placement_host_streams(cfg);
+}
+
 static bool series_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
 {
     g_snprintf(key, len, "%u", i);
@@ -67,6 +80,10 @@ const NhStat nh_placement_counters[] = {
       .element = stream_key },
     { .path = "ftl.placement.gc_copies", .kind = NH_STAT_ARRAY, .n = NH_MAX_STREAMS + 1,
       .element = copies_key },
+    { .path = "ftl.placement.stream_pages", .kind = NH_STAT_ARRAY, .n = NH_MAX_HOST_STREAMS + 1,
+      .element = host_stream_key },
+    { .path = "ftl.placement.host_streams" },
+    { .path = "ftl.placement.shared_streams" },
     { .path = "ftl.placement.open_streams" },
     { .path = "ftl.placement.releases" },
     { .path = "ftl.placement.k" },
@@ -84,12 +101,28 @@ const NhStat nh_placement_counters[] = {
 
 bool nh_placement_on(const NhConfig *cfg)
 {
-    return nh_config_uint(cfg, "streams") || nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM;
+    return nh_placement_host_streams(cfg) ||
+           nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM;
+}
+
+/* streams=auto: on wherever nh_placement_check would let an explicit value through.  Not
+ * under DStream, whose logical streams would grow by the host's (docs/placement.md). */
+static bool can_place(const NhConfig *cfg)
+{
+    const NhFtlOps *ftl = nh_ftl_find(cfg->ftl);
+
+    return ftl && (ftl->features & NH_FTL_PLACEMENT) && !strcmp(cfg->buffer, "none") &&
+           !cfg->cache_size && nh_config_uint(cfg, "stream-map") == NH_MAP_FIXED;
 }
 
 uint32_t nh_placement_host_streams(const NhConfig *cfg)
 {
-    return (uint32_t)nh_config_uint(cfg, "streams");
+    uint64_t n = nh_config_uint(cfg, "streams");
+
+    if (n == NH_CONFIG_AUTO) {
+        return can_place(cfg) ? NH_AUTO_STREAMS : 0;
+    }
+    return (uint32_t)n;
 }
 
 uint32_t nh_placement_max_streams(const NhConfig *cfg)
@@ -103,7 +136,7 @@ uint32_t nh_placement_max_streams(const NhConfig *cfg)
         return k;
     }
     if (nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM) {
-        return NH_MAX_STREAMS;
+        return NH_DSTREAM_KMAX;
     }
     return MIN(nh_placement_host_streams(cfg) + 1, NH_MAX_STREAMS);
 }
@@ -201,6 +234,30 @@ bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp)
     return stream_buffer_check(cfg, errp) && nh_dstream_check(cfg, features, errp);
 }
 
+/* Fixed mapping: the physical stream of tag @tag among @k. */
+static uint32_t fixed_stream(uint32_t k, uint16_t tag)
+{
+    return !tag || k == 1 ? 0 : 1 + (tag - 1u) % (k - 1);
+}
+
+/* Fixed mapping: the host streams 1..@n whose physical stream among @k also takes another
+ * stream's writes (untagged ones included), which the host cannot tell apart (issue: streams=16
+ * on 16 frontiers put streams 1 and 16 together). */
+static uint64_t shared_streams(uint32_t k, uint32_t n)
+{
+    uint64_t shared = 0;
+
+    for (uint32_t t = 1; t <= n; t++) {
+        uint32_t s = fixed_stream(k, (uint16_t)t);
+        bool alone = s != 0;
+        for (uint32_t u = 1; alone && u <= n; u++) {
+            alone = u == t || fixed_stream(k, (uint16_t)u) != s;
+        }
+        shared += !alone;
+    }
+    return shared;
+}
+
 NhPlacement *nh_placement_new(const NhFtlEnv *env, uint32_t host_front, uint32_t first_front)
 {
     NhPlacement *p;
@@ -217,7 +274,11 @@ NhPlacement *nh_placement_new(const NhFtlEnv *env, uint32_t host_front, uint32_t
     p->open = g_new0(uint8_t, p->host_streams + 1);
     if (nh_config_uint(env->cfg, "stream-map") == NH_MAP_DSTREAM) {
         p->ds = nh_dstream_new(env->cfg, env->lpages, p->nstreams);
+    } else {
+        p->shared = shared_streams(p->nstreams, p->host_streams);
     }
+    p->ctr[NH_PC_HOST_STREAMS] = p->host_streams;
+    p->ctr[NH_PC_SHARED] = p->shared;
     p->ctr[NH_PC_K] = nh_placement_k(p);
     return p;
 }
@@ -309,17 +370,15 @@ uint32_t nh_placement_front(NhPlacement *p, uint64_t lpn, uint16_t tag, bool ove
         p->open[tag] = 1;   /* implicitly opened by its first write */
         p->nopen++;
     }
+    /* set again on every write, like the others here: a statistics reset zeroes them */
     p->ctr[NH_PC_OPEN] = p->nopen;
     p->ctr[NH_PC_K] = nh_placement_k(p);
     p->ctr[NH_PC_CMT_ENTRIES] = p->cmt_entries;
-    if (p->ds) {
-        s = dstream_page(p, lpn, tag, overwrite);
-    } else if (!tag || p->nstreams == 1) {
-        s = 0;
-    } else {
-        s = 1 + (tag - 1u) % (p->nstreams - 1);
-    }
+    p->ctr[NH_PC_HOST_STREAMS] = p->host_streams;
+    p->ctr[NH_PC_SHARED] = p->shared;
+    s = p->ds ? dstream_page(p, lpn, tag, overwrite) : fixed_stream(p->nstreams, tag);
     p->ctr[NH_PC_HOST_PAGES + s]++;
+    p->ctr[NH_PC_STREAM_PAGES + tag]++;
     return nh_placement_front_of(p, s);
 }
 
@@ -329,7 +388,7 @@ static uint32_t stream_of_tag(const NhPlacement *p, uint16_t tag)
     if (p->ds) {
         return nh_dstream_stream_of_tag(p->ds, tag);
     }
-    return !tag || p->nstreams == 1 ? 0 : 1 + (tag - 1u) % (p->nstreams - 1);
+    return fixed_stream(p->nstreams, tag);
 }
 
 uint64_t nh_placement_unit(const NhPlacement *p, NhBlocks *b, uint16_t tag, bool close)

@@ -6,8 +6,11 @@
  *
  * Contract:
  *  - Placement is on when streams > 0 or stream-map=dstream; only FTLs with NH_FTL_PLACEMENT
- *    accept it (nh_placement_check).  Off, nothing here is consulted and the FTLs behave as
- *    before, bit for bit.
+ *    accept it (nh_placement_check).  streams=auto (the default) turns it on wherever it can
+ *    be: a default device is a multi-stream SSD.  Off, nothing here is consulted.
+ *  - Frontiers beyond the FTL's own are reserved (NhBlocksSpec.reserved): a block per plane is
+ *    kept for each one not open, so untagged writes see the device as without them and count
+ *    the same with placement on or off.
  *  - Physical stream 0 is the FTL's own host frontier; physical stream s >= 1 is frontier
  *    first_front + s - 1, which the FTL adds to its NhBlocksSpec (nh_placement_fronts).  GC
  *    copies go to the FTL's one GC frontier, whatever stream the victim was written by.
@@ -22,8 +25,11 @@
 #include "ftl.h"
 #include "record.h"
 
-#define NH_MAX_STREAMS 16           /* physical streams at most (seed 003's device) */
+#define NH_MAX_STREAMS 64           /* physical streams at most (write frontiers) */
 #define NH_STREAM_GC NH_MAX_STREAMS /* element of gc_copies for blocks the GC frontier wrote */
+#define NH_MAX_HOST_STREAMS 256     /* host stream identifiers at most (the streams key) */
+#define NH_AUTO_STREAMS 16          /* streams=auto where the device can place */
+#define NH_DSTREAM_KMAX 16          /* physical-streams=auto under DStream (seed 003's device) */
 #define NH_SERIES_MAX 128           /* samples kept of each time series (docs/placement.md) */
 
 typedef enum NhStreamMap { NH_MAP_FIXED, NH_MAP_DSTREAM } NhStreamMap;
@@ -35,7 +41,10 @@ extern const NhStat nh_placement_counters[];
 enum {
     NH_PC_HOST_PAGES,                               /* [NH_MAX_STREAMS] */
     NH_PC_GC_COPIES = NH_PC_HOST_PAGES + NH_MAX_STREAMS,    /* [NH_MAX_STREAMS + 1] */
-    NH_PC_OPEN = NH_PC_GC_COPIES + NH_MAX_STREAMS + 1,
+    NH_PC_STREAM_PAGES = NH_PC_GC_COPIES + NH_MAX_STREAMS + 1, /* [NH_MAX_HOST_STREAMS + 1] */
+    NH_PC_HOST_STREAMS = NH_PC_STREAM_PAGES + NH_MAX_HOST_STREAMS + 1,
+    NH_PC_SHARED,
+    NH_PC_OPEN,
     NH_PC_RELEASES,
     NH_PC_K,
     NH_PC_K_CHANGES,
@@ -51,7 +60,8 @@ enum {
 bool nh_placement_on(const NhConfig *cfg);
 /* Physical streams the FTL must keep frontiers for: 1 when placement is off. */
 uint32_t nh_placement_max_streams(const NhConfig *cfg);
-/* Host stream identifiers accepted (the streams key; 0 when off). */
+/* Host stream identifiers accepted: the streams key, with auto resolved (NH_AUTO_STREAMS where
+ * the FTL places, stream-map=fixed, buffer=none and cache-size=0; else 0).  0: none. */
 uint32_t nh_placement_host_streams(const NhConfig *cfg);
 /* Bytes of device memory one open physical stream's write buffer takes (stream-buffer). */
 uint64_t nh_placement_stream_buffer(const NhConfig *cfg);
@@ -63,6 +73,7 @@ typedef struct NhDstream NhDstream;
 typedef struct NhPlacement {
     uint32_t  nstreams;     /* physical streams at most (frontiers) */
     uint32_t  host_streams; /* host identifiers accepted */
+    uint32_t  shared;       /* fixed: host streams sharing their physical stream */
     uint32_t  first_front;  /* frontier of physical stream 1 */
     uint32_t  host_front;   /* frontier of physical stream 0 */
     uint64_t *ctr;          /* NH_PC_* */

@@ -29,7 +29,7 @@ typedef struct NhHist {
 } NhHist;
 
 /* Room for every policy's own counters together (the engine asserts that they fit). */
-#define NH_STATS_POLICY_SLOTS 352
+#define NH_STATS_POLICY_SLOTS 1024
 
 /*
  * The counters every device has.  The JSON key of each is its entry in the engine's statistics

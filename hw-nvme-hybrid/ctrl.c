@@ -472,8 +472,8 @@ static void nhc_class_init(ObjectClass *oc, void *data)
         "synchronous backend I/O, completions posted inline), for qtests and fuzzing");
     object_class_property_set_description(oc, "fdp",
         "Flexible Data Placement on endurance group 1, enabled from power-on: streams + 1 "
-        "reclaim unit handles on the engine's placement tags (needs streams > 0; the Streams "
-        "directive is then not supported); see docs/device.md");
+        "reclaim unit handles on the engine's placement tags (needs placement: streams=auto "
+        "or N; the Streams directive is then not supported); see docs/device.md");
     object_class_property_set_description(oc, "stats",
         "engine statistics as one JSON document (see docs/statistics.md)");
 }

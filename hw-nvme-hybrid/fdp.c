@@ -66,13 +66,15 @@ static bool nhc_fdp_check(NhcCtrl *n, Error **errp)
 {
     const NhConfig *cfg = nh_engine_config(n->engine);
     uint32_t streams = nh_engine_stream_limit(n->engine);
-    uint64_t k = nh_config_uint(cfg, "physical-streams");
+    uint32_t fronts = nh_engine_stream_fronts(n->engine);
     g_autofree char *map = nh_config_get(cfg, "stream-map");
+    g_autofree char *asked = nh_config_get(cfg, "streams");
 
     if (!streams) {
-        error_setg(errp, "fdp: needs the engine's placement for its reclaim unit handles: set "
-                   "streams=N for N + 1 handles, with ftl=page or ftl=dftl, buffer=none "
-                   "(streams=%" PRIu64 ", ftl=%s)", nh_config_uint(cfg, "streams"), cfg->ftl);
+        error_setg(errp, "fdp: needs the engine's placement for its reclaim unit handles: "
+                   "streams=auto or N (N + 1 handles), with ftl=page or ftl=dftl, buffer=none, "
+                   "cache-size=0 (streams=%s, ftl=%s, buffer=%s)", asked, cfg->ftl,
+                   cfg->buffer);
         return false;
     }
     if (strcmp(map, "fixed")) {
@@ -80,14 +82,11 @@ static bool nhc_fdp_check(NhcCtrl *n, Error **errp)
                    "reclaim unit handles need stream-map=fixed", map);
         return false;
     }
-    if (k && k < streams + 1) {
-        error_setg(errp, "fdp: physical-streams=%" PRIu64 " would make handles share reclaim "
-                   "units: leave it auto or set it to streams + 1 (%u)", k, streams + 1);
-        return false;
-    }
-    if (!k && streams + 1 > 16) {
-        error_setg(errp, "fdp: streams=%u gives more handles than the 16 frontiers the engine "
-                   "keeps: at most streams=15", streams);
+    if (fronts < streams + 1) {
+        error_setg(errp, "fdp: %u handles (streams=%u and the default one) on %u physical "
+                   "streams would share reclaim units: leave physical-streams auto (streams + "
+                   "1, at most %u handles) or use fewer streams", streams + 1, streams, fronts,
+                   fronts);
         return false;
     }
     return true;

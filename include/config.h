@@ -79,6 +79,8 @@ typedef enum NhKeyType {
     NH_KEY_UINT, NH_KEY_SIZE, NH_KEY_TIME, NH_KEY_ENUM, NH_KEY_STRING, NH_KEY_FRACTION
 } NhKeyType;
 
+#define NH_CONFIG_AUTO UINT64_MAX
+
 typedef struct NhConfigKey {
     const char *name;
     NhKeyType   type;
@@ -89,7 +91,9 @@ typedef struct NhConfigKey {
     const char *defval;     /* default as text, parsed like user input */
     uint64_t    min, max;   /* for numbers (after unit conversion) */
     const char *const *choices; /* NULL-terminated, for enums and strings */
-    bool        allow_auto; /* "auto" accepted, stored as 0 (fractions: NAN) */
+    /* "auto" accepted, stored as 0 (fractions: NAN); a number whose range includes 0, where 0
+     * is a value, stores it as NH_CONFIG_AUTO (its field must be 8 bytes: a policy slot) */
+    bool        allow_auto;
     const char *help;
 } NhConfigKey;
 
@@ -118,7 +122,8 @@ bool nh_config_check(const NhConfig *cfg, GError **errp);
 const NhConfigKey *nh_config_find(const char *key);
 
 /* A policy's own key: the value of an integer, size, time or enum key (the index of its
- * choice), and of a fraction key (NAN for auto).  @key must exist and have that type. */
+ * choice; auto as stored, 0 or NH_CONFIG_AUTO), and of a fraction key (NAN for auto).  @key
+ * must exist and have that type. */
 uint64_t nh_config_uint(const NhConfig *cfg, const char *key);
 double nh_config_fraction(const NhConfig *cfg, const char *key);
 

@@ -90,6 +90,9 @@ void nh_engine_prefetch(const NhEngine *eng, uint64_t offset, bool deep);
  * the FTL cannot place (a request with stream > limit is refused by nh_engine_submit with a
  * GError). */
 uint32_t nh_engine_stream_limit(const NhEngine *eng);
+/* The physical streams (write frontiers) those tags map onto, untagged writes' included: with
+ * fewer than limit + 1, host streams share one (ftl.placement.shared_streams); 0 as above. */
+uint32_t nh_engine_stream_fronts(const NhEngine *eng);
 /* The host released stream @id (NVMe Streams Release Identifier / Release Resources): its
  * logical stream ends; what the engine does with its frontier is documented in
  * docs/placement.md.  An @id that is 0, above the limit or not open is ignored. */

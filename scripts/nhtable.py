@@ -46,11 +46,18 @@ def _placement(doc):
     pages = _get(doc, "ftl.placement.host_pages", {})
     if not pages:
         return None
-    line = "streams=%s map=%s physical streams %d" % (cfg["streams"], cfg["stream-map"],
-                                                       len(pages))
+    line = "streams %d%s map=%s physical streams %d" % (
+        _get(doc, "ftl.placement.host_streams"), " (auto)" if cfg["streams"] == "auto" else "",
+        cfg["stream-map"], len(pages))
     if cfg["stream-map"] == "dstream":
         line += " (k %d now)" % _get(doc, "ftl.placement.k")
-    return line + "  host pages per stream" + "".join(" %s:%d" % kv for kv in pages.items())
+    shared = _get(doc, "ftl.placement.shared_streams")
+    if shared:
+        line += ", %d host streams share one" % shared
+    written = "".join(" %s:%d" % (k, v) for k, v in pages.items() if v)
+    zeros = any(not v for v in pages.values())
+    tail = " none" if not written else written + (" (others 0)" if zeros else "")
+    return line + "  host pages per stream" + tail
 
 
 def _buffer(doc):

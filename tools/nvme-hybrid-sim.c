@@ -124,12 +124,16 @@ static char *share(uint64_t part, uint64_t whole, const char *what)
                  : g_strdup_printf("no %s", what);
 }
 
-/* The placement line (placement on: the FTL has per-stream frontiers): the host's streams, how
- * they map, and the host pages each physical stream's frontier wrote. */
+/* The placement line (placement on: the FTL has per-stream frontiers): the host's streams (auto
+ * resolved), how they map, whether some share a physical stream, and the host pages of the
+ * physical streams that wrote any. */
 static void print_placement(JsonObject *cfg, JsonObject *pl)
 {
     JsonObject *pages = pl && json_object_has_member(pl, "host_pages")
                         ? json_object_get_object_member(pl, "host_pages") : NULL;
+    const char *asked = json_object_get_string_member(cfg, "streams");
+    uint64_t shared = (uint64_t)json_object_get_int_member(pl, "shared_streams");
+    guint zeros = 0, written = 0;
     GString *line;
     GList *members;
 
@@ -137,22 +141,34 @@ static void print_placement(JsonObject *cfg, JsonObject *pl)
         return;
     }
     line = g_string_new(NULL);
-    g_string_printf(line, "placement   streams=%s map=%s physical streams %u",
-                    json_object_get_string_member(cfg, "streams"),
+    g_string_printf(line, "placement   streams %llu%s map=%s physical streams %u",
+                    (unsigned long long)json_object_get_int_member(pl, "host_streams"),
+                    strcmp(asked, "auto") ? "" : " (auto)",
                     json_object_get_string_member(cfg, "stream-map"),
                     json_object_get_size(pages));
     if (!strcmp(json_object_get_string_member(cfg, "stream-map"), "dstream")) {
         g_string_append_printf(line, " (k %llu now)",
                                (unsigned long long)json_object_get_int_member(pl, "k"));
     }
+    if (shared) {
+        g_string_append_printf(line, ", %llu host streams share one",
+                               (unsigned long long)shared);
+    }
     g_string_append(line, "  host pages per stream");
     /* members "0".."n-1" in order: json-glib keeps the order they were added in */
     members = json_object_get_members(pages);
     for (GList *m = members; m; m = m->next) {
-        g_string_append_printf(line, " %s:%llu", (const char *)m->data,
-                               (unsigned long long)json_object_get_int_member(pages, m->data));
+        uint64_t n = (uint64_t)json_object_get_int_member(pages, m->data);
+        if (n) {
+            g_string_append_printf(line, " %s:%llu", (const char *)m->data,
+                                   (unsigned long long)n);
+            written++;
+        } else {
+            zeros++;
+        }
     }
     g_list_free(members);
+    g_string_append(line, !written ? " none" : zeros ? " (others 0)" : "");
     printf("%s\n", line->str);
     g_string_free(line, TRUE);
 }

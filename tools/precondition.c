@@ -31,11 +31,26 @@ static bool submit(NhEngine *eng, NhOp op, uint64_t off, uint64_t len, uint64_t 
     return true;
 }
 
+/* The blocks the fill can write: not those kept for the frontiers of physical streams 1..k-1
+ * (placement.h), which untagged writes never reach. */
+static double fill_blocks(const NhEngine *eng)
+{
+    const NhConfig *c = nh_engine_config(eng);
+    uint64_t planes = (uint64_t)c->channels * c->ways * c->dies * c->planes;
+    uint32_t fronts = nh_engine_stream_fronts(eng);
+
+    return (double)planes * (c->blocks - (fronts ? fronts - 1 : 0));
+}
+
+/* Mean erases per block of those blocks (the others are never erased by the fill). */
 static double erase_mean(const NhEngine *eng)
 {
+    const NhConfig *c = nh_engine_config(eng);
     NhWear w;
+
     nh_engine_wear(eng, &w);
-    return w.erase_mean;
+    return w.erase_mean * (double)c->channels * c->ways * c->dies * c->planes * c->blocks /
+           fill_blocks(eng);
 }
 
 bool nh_precondition(NhEngine *eng, uint64_t capacity, double fraction, NhFillReport *rep,
@@ -95,7 +110,7 @@ bool nh_precondition(NhEngine *eng, uint64_t capacity, double fraction, NhFillRe
     nh_engine_stats_reset(eng);
     nh_engine_set_conditioning(eng, &(NhConditioning){
         .fill_bytes = region, .seq_writes = rep->seq_writes, .rand_writes = rep->rand_writes,
-        .rand_erases = (uint64_t)llround(rep->erases_per_block * (double)(physical / c->pages)),
+        .rand_erases = (uint64_t)llround(rep->erases_per_block * fill_blocks(eng)),
         .idle_gc_blocks = rep->idle_gc_blocks, .steady = rep->steady });
     return true;
 }

@@ -3,15 +3,17 @@ dir-receive (Identify and Streams Return Parameters, Get Status, Allocate
 Resources), dir-send (Enable, Release Identifier, Release Resources) and
 `nvme write --dir-type=1 --dir-spec=N`, the data read back, and the
 engine's per-stream page counters (vendor log, nvme-hybrid-stats) moving
-for exactly the streams written.  One boot serves every test."""
+for exactly the streams written.  The device is a default one (streams=auto:
+16 host streams on 17 frontiers), as a new user's first `nvme dir-send` meets
+it.  One boot serves every test."""
 import struct
 
 import pytest
 
 from conftest import check, load_json, stats, vm
 
-MSL = 8
-STREAMS = (3, 1, 7)
+MSL = 16
+STREAMS = (3, 1, 7, 16)
 
 SCRIPT = r"""#guest
 LBS=$(blockdev --getss $DEV)
@@ -57,7 +59,7 @@ recv --dir-type=0 --dir-oper=1 -b > $S/id-disabled.bin
 @pytest.fixture(scope="module")
 def boot(tmp_path_factory):
     share = tmp_path_factory.mktemp("streams")
-    status, out = vm(SCRIPT, device=f"streams={MSL}", share=share)
+    status, out = vm(SCRIPT, share=share)      # a default device
     check(status, out)
     return share
 
@@ -94,19 +96,24 @@ def test_stream_parameters(boot):
 
 def test_writes_open_streams_and_read_back(boot):
     assert open_ids(read(boot, "status.bin")) == sorted(STREAMS)
-    assert open_ids(read(boot, "status-released.bin")) == [1, 7]
+    assert open_ids(read(boot, "status-released.bin")) == [1, 7, 16]
     for sid in STREAMS:
         assert read(boot, f"read-{sid}") == read(boot, f"data-{sid}")
 
 
 def test_per_stream_counters_moved(boot):
-    """The engine counts each stream's host pages: only streams 1, 3 and 7
-    moved, each by the 4 KiB written."""
-    before = stats(boot, "w0")["ftl"]["placement"]["host_pages"]
-    after = stats(boot, "w1")["ftl"]["placement"]["host_pages"]
-    moved = {int(k): after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
-    assert sorted(moved) == sorted(STREAMS), (before, after)
-    assert len(set(moved.values())) == 1
+    """The engine counts each host stream's pages, and each went to a
+    physical stream of its own (1 and 16 no longer share one): only those
+    of streams 1, 3, 7 and 16 moved, each by the 4 KiB written."""
+    before = stats(boot, "w0")["ftl"]["placement"]
+    after = stats(boot, "w1")["ftl"]["placement"]
+    assert (after["host_streams"], after["shared_streams"]) == (MSL, 0)
+    assert len(after["host_pages"]) == MSL + 1
+    for counter in ("stream_pages", "host_pages"):
+        b, a = before[counter], after[counter]
+        moved = {int(k): a[k] - b.get(k, 0) for k in a if a[k] != b.get(k, 0)}
+        assert sorted(moved) == sorted(STREAMS), (counter, b, a)
+        assert len(set(moved.values())) == 1
 
 
 def test_allocate_and_release_resources(boot):

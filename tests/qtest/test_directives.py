@@ -8,7 +8,9 @@ operations and structures.  docs/device.md ("Directives and Streams") lists ever
 status and decision these tests hold the device to.
 
 The device is started with `streams=8`: the engine accepts stream tags
-1..8, so MSL is 8.  Without it Streams is not supported (last tests).
+1..8, so MSL is 8.  A default device (streams=auto) supports Streams with
+16; with streams=0, or where the engine cannot place, Streams is not
+supported (last tests).
 """
 
 import struct
@@ -484,13 +486,50 @@ def test_get_status_broadcast_lists_unallocated_streams(dev, q):
     assert open_streams(dev) == [2, 9]
 
 
+# -- the default device ----------------------------------------------------------------------
+
+
+def test_default_device_supports_streams(vm, nvme, ioq):
+    """A default device is a multi-stream SSD (streams=auto): Streams is
+    supported with MSL 16, what `nvme dir-send -D 0 -O 1 -T 1 -e 1` and
+    `nvme dir-receive -D 1 -O 1 -H` do succeed, and streams 1 and 16 land
+    on distinct physical streams (17 frontiers: one per stream and the
+    untagged one)."""
+    assert identify_params(nvme) == (0b11, 0b01, 0)
+    assert enable(nvme).ok
+    assert identify_params(nvme)[1] == 0b11
+    p = stream_params(nvme)
+    assert (p["msl"], p["nssa"], p["nsso"]) == (16, 16, 0)
+    for sid in (1, 16):
+        assert write(nvme, ioq, sid * 8, bytes([sid]) * 4096, dtype=1, dspec=sid).ok
+    assert open_streams(nvme) == [1, 16]
+    doc = vm.stats()
+    pl = doc["ftl"]["placement"]
+    assert pl["host_streams"] == 16 and pl["shared_streams"] == 0
+    assert len(pl["host_pages"]) == 17
+    assert pl["stream_pages"]["1"] == 1 and pl["stream_pages"]["16"] == 1
+    assert pl["host_pages"]["1"] == 1 and pl["host_pages"]["16"] == 1
+    assert_still_works(vm, nvme)
+
+
 # -- Streams not supported -------------------------------------------------------------------
 
 
-def test_without_placement_only_identify_is_supported(vm, nvme, ioq):
-    """With streams=0 the engine cannot place (nh_engine_stream_limit 0):
-    only the Identify directive is reported; Streams is Invalid Field
-    everywhere, and a write's DTYPE is ignored (no I/O directive enabled)."""
+@pytest.fixture(params=["streams=0", "ftl=fast", "buffer=lru"])
+def plain(request, qemu_binary):
+    """A device whose engine does not place: streams=0, or streams=auto
+    where it cannot (a hybrid FTL, a write buffer)."""
+    with running(qemu_binary, request.param) as machine:
+        yield machine
+
+
+def test_without_placement_only_identify_is_supported(plain):
+    """Without placement (nh_engine_stream_limit 0) only the Identify
+    directive is reported; Streams is Invalid Field everywhere, and a
+    write's DTYPE is ignored (no I/O directive enabled)."""
+    nvme = enabled_controller(plain)
+    ioq = nvme.create_io_queue(1, 64)
+    vm = plain
     assert nvme.id.oacs & OACS_DIRECTIVES
     assert identify_params(nvme) == (0b01, 0b01, 0)
     invalid_field(enable(nvme), "enable Streams when not supported")

@@ -55,10 +55,11 @@ BAD = [
     ("serial=s,queues=0", "queues"),
     ("serial=012345678901234567890", "serial"),          # 21 characters
     ("", "serial"),
-    ("serial=s,fdp=on", "fdp: "),                                        # no placement
+    ("serial=s,fdp=on,streams=0", "fdp: "),                              # no placement
+    ("serial=s,fdp=on,ftl=fast", "fdp: "),                               # auto: cannot place
     ("serial=s,fdp=on,streams=3,stream-map=dstream", "fdp: "),
     ("serial=s,fdp=on,streams=4,physical-streams=3", "fdp: "),           # handles would share
-    ("serial=s,fdp=on,streams=16", "fdp: "),                             # 17 handles
+    ("serial=s,fdp=on,streams=64", "fdp: "),                             # 65 handles
 ]
 
 
@@ -89,6 +90,16 @@ def test_good_properties_reach_the_engine(qemu_binary, tmp_path):
     # blocks=auto resolved to a geometry that holds 64 MiB after 12% spare
     planes = 4 * 2 * 1 * 2
     assert int(cfg["blocks"]) * planes * 128 * 8192 * 88 // 100 >= 64 << 20
+
+
+def test_fdp_on_a_default_device_has_a_handle_per_stream(qemu_binary, tmp_path):
+    """fdp=on alone: streams=auto gives 16 host streams on 17 frontiers, so
+    17 reclaim unit handles, none sharing a unit."""
+    r = start(qemu_binary, tmp_path, "serial=s,fdp=on,state-file=none")
+    assert r.returncode == 0, r.stderr
+    reply = [json.loads(line) for line in r.stdout.splitlines() if '"return"' in line][1]
+    pl = json.loads(reply["return"])["ftl"]["placement"]
+    assert (pl["host_streams"], len(pl["host_pages"]), pl["shared_streams"]) == (16, 17, 0)
 
 
 def test_properties_page_documents_every_property(qemu_binary):

@@ -43,8 +43,14 @@ def test_python_table_is_the_simulators(args):
 def test_lines_the_table_has():
     lines = sim("-d", "ftl=dftl,streams=4", "--capacity", "256M", "--fit", "modulo")
     assert "capacity=256 MiB\n" in lines
-    assert re.search(r"^placement   streams=4 map=fixed physical streams 5  host pages per "
-                     r"stream 0:\d+ 1:0 2:0 3:0 4:0$", lines, re.M)
+    assert re.search(r"^placement   streams 4 map=fixed physical streams 5  host pages per "
+                     r"stream 0:\d+ \(others 0\)$", lines, re.M)
+    # the default device: 16 host streams on 17 physical streams
+    assert re.search(r"^placement   streams 16 \(auto\) map=fixed physical streams 17  ",
+                     sim("--limit", "100"), re.M)
+    lines = sim("-d", "streams=16,physical-streams=16", "--limit", "100")
+    assert re.search(r"^placement   streams 16 map=fixed physical streams 16, 2 host streams "
+                     r"share one  host pages per stream 0:\d+ \(others 0\)$", lines, re.M)
     assert re.search(r"^buffer      none$", lines, re.M)
     lines = sim("-d", "buffer=lru,buffer-size=1M", "--limit", "3000")
     assert re.search(r"^buffer      lru 1M  write hits \d+ \(\d+\.\d% of host pages written\)",

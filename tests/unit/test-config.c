@@ -251,7 +251,7 @@ static void test_engine_refuses(void)
     nh_config_defaults(&c);
     g_assert_true(nh_config_parse(&c, "channels=1,ways=1,pages=4", NULL));
     g_assert_null(nh_engine_new(&c, 14ull << 40, &err));
-    g_assert_nonnull(strstr(err->message, "blocks: 14.0 TiB of capacity needs 1027920184 blocks "
+    g_assert_nonnull(strstr(err->message, "blocks: 14.0 TiB of capacity needs 1027920200 blocks "
                                           "per plane, more than the 16777216 a plane may have"));
     g_clear_error(&err);
     /* auto sizing gives the fewest blocks that hold the capacity (128 blocks of data per
@@ -259,7 +259,7 @@ static void test_engine_refuses(void)
      * (10): 143.  An explicit blocks needs the capacity within op of its physical space, and
      * one block of room: 138 (138 x 128 pages x 0.93 >= 16,384), not 137. */
     nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, "channels=2,ways=1,pages=64", NULL));
+    g_assert_true(nh_config_parse(&c, "channels=2,ways=1,pages=64,streams=0", NULL));
     NhEngine *e = nh_engine_new(&c, 64ull << 20, &err);
     g_assert_no_error(err);
     g_assert_cmpuint(nh_engine_config(e)->blocks, ==, 143);
@@ -273,12 +273,26 @@ static void test_engine_refuses(void)
     g_assert_null(nh_engine_new(&c, 64ull << 20, &err));
     g_assert_nonnull(strstr(err->message, "use blocks=138 or more, op=6 or less, or blocks=auto"));
     g_clear_error(&err);
+    /* streams=auto (the default) keeps a block per plane for each of its 16 stream frontiers:
+     * 143 + 16 with blocks=auto, and an explicit blocks is told why it needs them */
+    g_assert_true(nh_config_set(&c, "streams", "auto", NULL));
+    g_assert_true(nh_config_set(&c, "blocks", "auto", NULL));
+    e = nh_engine_new(&c, 64ull << 20, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(nh_engine_config(e)->blocks, ==, 143 + 16);
+    nh_engine_free(e);
+    g_assert_true(nh_config_set(&c, "blocks", "140", NULL));
+    g_assert_null(nh_engine_new(&c, 64ull << 20, &err));
+    g_assert_nonnull(strstr(err->message, "(16 of them kept for the frontiers of physical "
+                                          "streams 1..16: fewer with a lower streams, none "
+                                          "with streams=0)"));
+    g_clear_error(&err);
     /* 256 MiB on the default 32 planes: 12 blocks per plane hold the capacity after op, but
      * leave 4 spare, fewer than the 2 open blocks, 3 free at gc-high and 1 of room GC needs;
      * the message said "give ... logical space ... less than the capacity" of a space larger
      * than the capacity */
     nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, "blocks=12", NULL));
+    g_assert_true(nh_config_parse(&c, "blocks=12,streams=0", NULL));
     g_assert_null(nh_engine_new(&c, 256ull << 20, &err));
     g_assert_cmpstr(err->message, ==, "blocks: 12 blocks per plane leave 4 spare beyond the 8 "
                     "that hold the capacity 256.0 MiB, fewer than the 6 spare blocks per plane "

@@ -417,7 +417,7 @@ static void units(const char *ftl)
     }
     g_rand_free(r);
     nh_engine_free(e);
-    e = unit_engine("ftl=page," SMALL, 8 * MIB);
+    e = unit_engine("ftl=page,streams=0," SMALL, 8 * MIB);
     g_assert_cmpuint(nh_engine_stream_unit_left(e, 0), ==, 0);     /* placement off */
     g_assert_cmpuint(nh_engine_stream_unit_close(e, 0), ==, 0);
     nh_engine_free(e);
@@ -459,7 +459,7 @@ static void test_refusals(void)
     refused("ftl=bast,streams=2," SMALL, "streams:");
     refused("ftl=fast,stream-map=dstream," SMALL, "stream-map:");
     refused("ftl=sast,streams=1," SMALL, "streams:");
-    refused("ftl=page,physical-streams=4," SMALL, "physical-streams:");
+    refused("ftl=page,streams=0,physical-streams=4," SMALL, "physical-streams:");
     refused("ftl=page,streams=2,dstream-partitions=9," SMALL, "dstream-partitions:");
     refused("ftl=page,streams=2,dstream-k=fixed," SMALL, "dstream-k:");
     refused("ftl=page,dstream-k=fixed," SMALL, "dstream-k:");
@@ -467,7 +467,9 @@ static void test_refusals(void)
     refused("ftl=dftl,stream-map=dstream,stream-buffer=64K,dstream-memory=1M," SMALL,
             "dstream-memory:");
     refused("ftl=page,streams=2,buffer=lru," SMALL, "streams:");
-    refused("ftl=page,physical-streams=17," SMALL, "physical-streams:");
+    refused("ftl=page,physical-streams=65," SMALL, "physical-streams:");
+    refused("ftl=page,streams=257," SMALL, "streams:");
+    refused("ftl=page,streams=2,cache-size=64K," SMALL, "streams:");
     /* a stream's buffer must hold its staging: 2 x 3 pages of 4 KiB with one-shot */
     refused("ftl=dftl,stream-map=dstream,stream-buffer=20K," SMALL_TLC, "stream-buffer:");
     g_assert_cmpuint(nh_engine_stream_limit(e), ==, 2);
@@ -478,6 +480,127 @@ static void test_refusals(void)
     e = unit_engine("ftl=bast," SMALL, 8 * MIB);
     g_assert_cmpuint(nh_engine_stream_limit(e), ==, 0);
     nh_engine_free(e);
+}
+
+/* streams=auto, the default: 16 host streams on 17 physical streams wherever an explicit
+ * streams would be accepted, none (and no refusal) elsewhere. */
+static void test_auto(void)
+{
+    static const struct { const char *props; uint32_t limit, fronts; } cases[] = {
+        { "ftl=page", 16, 17 },
+        { "ftl=dftl", 16, 17 },
+        { "ftl=page,streams=auto,physical-streams=9", 16, 9 },
+        { "ftl=bast", 0, 0 },
+        { "ftl=fast", 0, 0 },
+        { "ftl=sast", 0, 0 },
+        { "ftl=page,buffer=lru", 0, 0 },
+        { "ftl=page,cache-size=64K", 0, 0 },
+        { "ftl=page,stream-map=dstream", 0, 16 },
+        { "ftl=page,streams=0", 0, 0 },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        char *props = g_strconcat(cases[i].props, ",", SMALL, NULL);
+        NhEngine *e = unit_engine(props, 8 * MIB);
+        char *v = nh_config_get(nh_engine_config(e), "streams");
+
+        g_test_message("%s: limit %u, physical streams %u", props, nh_engine_stream_limit(e),
+                       nh_placement_max_streams(nh_engine_config(e)));
+        g_assert_cmpuint(nh_engine_stream_limit(e), ==, cases[i].limit);
+        /* a stream=dstream device accepts no host tags, but its k goes up to 16 */
+        g_assert_cmpuint(nh_placement_on(nh_engine_config(e)) ?
+                         nh_placement_max_streams(nh_engine_config(e)) : 0, ==,
+                         cases[i].fronts);
+        g_assert_cmpstr(v, ==, strstr(props, "streams=0") ? "0" : "auto");
+        g_free(v);
+        g_free(props);
+        nh_engine_free(e);
+    }
+}
+
+/* Each host stream counted on its own, and streams that share a physical stream counted:
+ * streams=16 on physical-streams=16 puts tags 1 and 16 together (1 + 15 mod 15 = 1). */
+static void test_host_streams(void)
+{
+    static const struct { const char *props; uint64_t shared; } cases[] = {
+        { "ftl=page", 0 },
+        { "ftl=page,streams=16,physical-streams=16", 2 },
+        { "ftl=page,streams=16,physical-streams=9", 16 },
+        { "ftl=page,streams=4,physical-streams=1", 4 },
+        { "ftl=dftl,streams=63", 0 },
+        { "ftl=dftl,streams=64", 2 },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        char *props = g_strconcat(cases[i].props, ",", SMALL, NULL);
+        NhEngine *e = unit_engine(props, 8 * MIB);
+        uint32_t n = nh_engine_stream_limit(e);
+        uint32_t k = nh_placement_max_streams(nh_engine_config(e));
+        uint64_t per_stream[NH_MAX_STREAMS] = { 0 };
+
+        for (uint32_t t = 0; t <= n; t++) {
+            io(e, NH_OP_WRITE, 8 * t, t + 1, (uint16_t)t);
+            per_stream[fixed_stream((uint16_t)t, k)] += t + 1;
+        }
+        g_assert_cmpuint(unit_stat(e, "ftl.placement", "host_streams"), ==, n);
+        g_assert_cmpuint(unit_stat(e, "ftl.placement", "shared_streams"), ==, cases[i].shared);
+        for (uint32_t t = 0; t <= n; t++) {
+            char key[8];
+            g_snprintf(key, sizeof(key), "%u", t);
+            g_assert_cmpuint(unit_stat(e, "ftl.placement.stream_pages", key), ==, t + 1);
+        }
+        for (uint32_t s = 0; s < k; s++) {
+            char key[8];
+            g_snprintf(key, sizeof(key), "%u", s);
+            g_assert_cmpuint(unit_stat(e, "ftl.placement.host_pages", key), ==, per_stream[s]);
+        }
+        g_free(props);
+        nh_engine_free(e);
+    }
+}
+
+/* The frontiers placement adds have blocks of their own: a workload that writes no stream sees
+ * the device as without them, every counter equal to streams=0's (GC at the same free-block
+ * counts), however full it gets. */
+static void test_untagged_unchanged(void)
+{
+    static const char *const ftls[] = { "page", "dftl" };
+
+    for (size_t f = 0; f < G_N_ELEMENTS(ftls); f++) {
+        char *on = g_strdup_printf("ftl=%s,%s", ftls[f], SMALL);
+        char *off = g_strdup_printf("ftl=%s,streams=0,%s", ftls[f], SMALL);
+        NhEngine *a = unit_engine(on, 8 * MIB), *b = unit_engine(off, 8 * MIB);
+        GRand *r = g_rand_new_with_seed(5);
+        static const char *const keys[][2] = {
+            { "ftl", "gc_page_copies" }, { "ftl", "gc_blocks" },
+            { "ftl", "gc_foreground_blocks" }, { "nand", "page_programs" },
+            { "nand", "block_erases" }, { "nand", "page_reads" },
+        };
+
+        g_assert_cmpuint(nh_engine_stream_limit(a), ==, 16);
+        g_assert_cmpuint(nh_engine_stream_limit(b), ==, 0);
+        for (int i = 0; i < 30000; i++) {
+            uint64_t lpn = g_rand_int_range(r, 0, 8 * MIB / 4096 - 8);
+            uint64_t len = g_rand_int_range(r, 1, 8);
+            NhOp op = g_rand_int_range(r, 0, 10) < 8 ? NH_OP_WRITE : NH_OP_READ;
+            io(a, op, lpn, len, 0);
+            now -= 100000;
+            io(b, op, lpn, len, 0);
+        }
+        for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+            g_test_message("%s %s.%s: %" G_GUINT64_FORMAT, ftls[f], keys[i][0], keys[i][1],
+                           unit_stat(a, keys[i][0], keys[i][1]));
+            g_assert_cmpuint(unit_stat(a, keys[i][0], keys[i][1]), ==,
+                             unit_stat(b, keys[i][0], keys[i][1]));
+        }
+        g_assert_cmpuint(unit_stat(a, "ftl", "gc_blocks"), >, 100);
+        unit_check(a);
+        g_rand_free(r);
+        g_free(on);
+        g_free(off);
+        nh_engine_free(a);
+        nh_engine_free(b);
+    }
 }
 
 /* ------------------------------------------------------------------ k-means known answers */
@@ -716,6 +839,9 @@ int main(int argc, char **argv)
     g_test_add_func("/placement/state", test_state);
     g_test_add_func("/placement/hot-cold", test_hot_cold);
     g_test_add_func("/placement/refusals", test_refusals);
+    g_test_add_func("/placement/auto", test_auto);
+    g_test_add_func("/placement/host-streams", test_host_streams);
+    g_test_add_func("/placement/untagged-unchanged", test_untagged_unchanged);
     g_test_add_func("/placement/kmeans", test_kmeans);
     g_test_add_func("/placement/resize", test_resize);
     g_test_add_func("/placement/budget", test_budget);

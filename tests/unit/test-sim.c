@@ -242,7 +242,7 @@ static void test_sim_refusals(void)
 {
     static const struct { const char *text; size_t len; const char *device, *want; } c[] = {
         { "0 0 30000000000 8 0\n", 20, "channels=1,ways=1,pages=4",
-          "blocks: 14.0 TiB of capacity needs 1025769123 blocks per plane, more than the "
+          "blocks: 14.0 TiB of capacity needs 1025769139 blocks per plane, more than the "
           "16777216 a plane may have" },
         { "0 0 30000000000 8 0\n", 20, "channels=1,ways=1,pages=4,blocks=100",
           "16777216 a plane may have" },
@@ -592,7 +592,7 @@ static void test_sim_streams(void)
     g_free(out);
     g_free(errs);
 
-    args[5] = NULL;
+    args[6] = "streams=0";
     out = run_sim(args, &status, &errs);
     g_assert_false(g_spawn_check_wait_status(status, NULL));
     g_assert_nonnull(strstr(errs, "stream 1 is above the 0 host streams the device accepts "

@@ -328,8 +328,8 @@ static void load_v1(const char *name, const char *props)
     char *dir = g_test_build_filename(G_TEST_DIST, "..", "data", "state-v1", NULL);
     char *state = g_strdup_printf("%s/%s.state", dir, name);
     char *json = g_strdup_printf("%s/%s.json", dir, name), *want, *got;
-    /* unwritten-reads was free by default then */
-    g_autofree char *then = g_strconcat(props, ",unwritten-reads=free", NULL);
+    /* unwritten-reads was free and streams 0 by default then */
+    g_autofree char *then = g_strconcat(props, ",unwritten-reads=free,streams=0", NULL);
     JsonNode *got_doc, *want_doc;
     NhEngine *e = unit_engine(then, CAP);
     GBytes *fe = NULL;
