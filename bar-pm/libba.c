@@ -1,19 +1,20 @@
 /* libba.c - guest library for the nvme-hybrid BAR1 window (API and caveats in libba.h; opcodes,
- * statuses and layouts in docs/bar-pm.md). */
+ * statuses and layouts in docs/bar-pm.md).  The vendor admin commands and the search for the
+ * controller go through libnvme, the library of nvme-cli (its passthrough, topology scan and
+ * status names); only the window and the registers are mapped by hand, as sysfs offers them. */
 #define _GNU_SOURCE
-#include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <immintrin.h>
-#include <linux/nvme_ioctl.h>
+#include <libnvme.h>
 
 #include "libba.h"
 
@@ -29,6 +30,17 @@
 #define REGS_MAP_SIZE       0x1000
 #define DMA_CHUNK           (256u * 1024)   /* below the device's 512 KiB MDTS */
 #define MAX_ENTRIES         2048
+
+/* BA_GET_ENTRY_INFO's reply (docs/bar-pm.md), little endian. */
+struct ba_entry_reply {
+    uint16_t eid;
+    uint8_t  state, restore;
+    uint32_t entries;
+    uint64_t offset, slba, nlb, length, window_size;
+    uint32_t lba_size, dumps;
+    uint64_t dump_ns;
+} __attribute__((packed));
+_Static_assert(sizeof(struct ba_entry_reply) == 64, "BA_GET_ENTRY_INFO returns 64 bytes");
 
 struct ba_dev {
     char        ctrl[64];
@@ -96,19 +108,16 @@ static int status_error(ba_dev *dev, const char *what, int status)
                         map[i].msg, sct, sc);
         }
     }
-    return fail(dev, EIO, "%s: NVMe status SCT %x SC %02x", what, sct, sc);
+    return fail(dev, EIO, "%s: %s (NVMe status SCT %x SC %02x)", what,
+                nvme_status_to_string(status, false), sct, sc);
 }
 
 static int admin(ba_dev *dev, const char *what, uint8_t opcode, uint32_t cdw10, uint32_t cdw11,
                  uint32_t cdw12, uint32_t cdw13, uint32_t cdw14, void *buf, uint32_t len)
 {
-    struct nvme_admin_cmd cmd = {
-        .opcode = opcode,
-        .addr = (uintptr_t)buf,
-        .data_len = len,
-        .cdw10 = cdw10, .cdw11 = cdw11, .cdw12 = cdw12, .cdw13 = cdw13, .cdw14 = cdw14,
-    };
-    int ret = ioctl(dev->fd, NVME_IOCTL_ADMIN_CMD, &cmd);
+    /* no namespace (the window is the controller's), libnvme's default timeout */
+    int ret = nvme_admin_passthru(dev->fd, opcode, 0, 0, 0, 0, 0, cdw10, cdw11, cdw12, cdw13,
+                                  cdw14, 0, len, buf, 0, NULL, 0, NULL);
 
     if (ret < 0) {
         return fail(dev, errno, "%s: admin passthrough on /dev/%s: %s", what, dev->ctrl,
@@ -119,26 +128,20 @@ static int admin(ba_dev *dev, const char *what, uint8_t opcode, uint32_t cdw10, 
 
 int ba_entry_info(ba_dev *dev, uint32_t eid, ba_info *info)
 {
-    uint8_t raw[64] __attribute__((aligned(64)));
-    int ret = admin(dev, "BA_GET_ENTRY_INFO", BA_GET_ENTRY_INFO, eid, 0, 0, 0, 0, raw,
-                    sizeof(raw));
+    struct ba_entry_reply r __attribute__((aligned(64)));
+    int ret = admin(dev, "BA_GET_ENTRY_INFO", BA_GET_ENTRY_INFO, eid, 0, 0, 0, 0, &r,
+                    sizeof(r));
 
     if (ret) {
         return ret;
     }
-    memset(info, 0, sizeof(*info));
-    info->eid = raw[0] | raw[1] << 8;
-    info->state = raw[2];
-    info->restore = raw[3];
-    memcpy(&info->entries, raw + 4, 4);
-    memcpy(&info->offset, raw + 8, 8);
-    memcpy(&info->slba, raw + 16, 8);
-    memcpy(&info->nlb, raw + 24, 8);
-    memcpy(&info->length, raw + 32, 8);
-    memcpy(&info->window_size, raw + 40, 8);
-    memcpy(&info->lba_size, raw + 48, 4);
-    memcpy(&info->dumps, raw + 52, 4);
-    memcpy(&info->dump_ns, raw + 56, 8);
+    *info = (ba_info){
+        .eid = le16toh(r.eid), .state = r.state, .restore = r.restore,
+        .entries = le32toh(r.entries), .offset = le64toh(r.offset), .slba = le64toh(r.slba),
+        .nlb = le64toh(r.nlb), .length = le64toh(r.length),
+        .window_size = le64toh(r.window_size), .lba_size = le32toh(r.lba_size),
+        .dumps = le32toh(r.dumps), .dump_ns = le64toh(r.dump_ns),
+    };
     if (dev->cache && eid < dev->entries) {
         dev->cache[eid] = *info;
     }
@@ -284,52 +287,40 @@ int ba_read_dma(ba_dev *dev, uint32_t eid, uint64_t offset, void *buf, size_t le
 
 /* ------------------------------------------------------------------------------ open */
 
-static int read_line(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-
-    if (!f) {
-        return -errno;
-    }
-    if (!fgets(buf, len, f)) {
-        buf[0] = 0;
-    }
-    fclose(f);
-    buf[strcspn(buf, "\n")] = 0;
-    for (size_t n = strlen(buf); n && buf[n - 1] == ' '; n--) {
-        buf[n - 1] = 0;     /* Identify strings are space padded */
-    }
-    return 0;
-}
-
+/* The controller named @want (nvmeX), or the first nvme-hybrid one, from libnvme's scan of the
+ * topology: its name into dev->ctrl. */
 static int find_ctrl(ba_dev *dev, const char *want)
 {
-    DIR *d = opendir("/sys/class/nvme");
-    struct dirent *de;
-    int ret = fail(dev, ENODEV, "no nvme-hybrid controller in /sys/class/nvme");
+    nvme_root_t root = nvme_scan(NULL);
+    nvme_host_t h;
+    nvme_subsystem_t s;
+    nvme_ctrl_t c;
+    int ret = want ? fail(dev, ENODEV, "no controller %s", want)
+                   : fail(dev, ENODEV, "no nvme-hybrid controller (is the nvme driver loaded?)");
 
-    if (!d) {
-        return fail(dev, ENODEV, "/sys/class/nvme: %s (is the nvme driver loaded?)",
-                    strerror(errno));
+    if (!root) {
+        return fail(dev, errno, "libnvme cannot scan the NVMe topology: %s", strerror(errno));
     }
-    while ((de = readdir(d))) {
-        char path[300], model[64];
-        if (strncmp(de->d_name, "nvme", 4) || strlen(de->d_name) >= sizeof(dev->ctrl) ||
-            (want && strcmp(de->d_name, want))) {
-            continue;
-        }
-        snprintf(path, sizeof(path), "/sys/class/nvme/%s/model", de->d_name);
-        if (read_line(path, model, sizeof(model)) == 0 && !strcmp(model, "nvme-hybrid")) {
-            strcpy(dev->ctrl, de->d_name);
-            ret = 0;
-            break;
-        }
-        if (want) {
-            ret = fail(dev, ENODEV, "%s is not an nvme-hybrid controller (model \"%s\")",
-                       want, model);
+    nvme_for_each_host(root, h) {
+        nvme_for_each_subsystem(h, s) {
+            nvme_subsystem_for_each_ctrl(s, c) {
+                const char *name = nvme_ctrl_get_name(c), *model = nvme_ctrl_get_model(c);
+                if (!name || strlen(name) >= sizeof(dev->ctrl) ||
+                    (want && strcmp(name, want))) {
+                    continue;
+                }
+                if (model && !strcmp(model, "nvme-hybrid") &&
+                    (!dev->ctrl[0] || strverscmp(name, dev->ctrl) < 0)) {
+                    strcpy(dev->ctrl, name);    /* the lowest-numbered one */
+                    ret = 0;
+                } else if (want) {
+                    ret = fail(dev, ENODEV, "%s is not an nvme-hybrid controller (model "
+                               "\"%s\")", want, model ? model : "?");
+                }
+            }
         }
     }
-    closedir(d);
+    nvme_free_tree(root);
     return ret;
 }
 
