@@ -126,9 +126,9 @@ char *dftl_check_cmt(Dftl *f)
         err = g_strdup_printf("%u dirty CMT entries, %u on dirty lists", ndirty, listed);
     }
     /* a mapping that is not dirty in the CMT must be on flash */
-    for (uint64_t lpn = 0; lpn < f->env.lpages && !err; lpn++) {
+    for (uint64_t lpn = 0; lpn < f->pm.env.lpages && !err; lpn++) {
         uint32_t tv = (uint32_t)(lpn / f->epp), i;
-        if (!f->l2p[lpn] || f->gtd[tv]) {
+        if (!f->pm.l2p[lpn] || f->gtd[tv]) {
             continue;
         }
         i = dftl_cmt_find(f, (uint32_t)lpn);

@@ -5,11 +5,10 @@
 #ifndef NH_DFTL_H
 #define NH_DFTL_H
 
-#include "blocks.h"
-#include "stage.h"
+#include "pagemap.h"
 
-enum { FRONT_HOST, FRONT_GC, FRONT_TRANS, NFRONT };
-enum { KIND_DATA, KIND_TRANS };
+enum { FRONT_TRANS = FRONT_GC + 1, NFRONT };
+enum { KIND_TRANS = KIND_DATA + 1 };
 
 #define ENTRY_BYTES 8       /* a CMT entry: 4-byte lpn and 4-byte ppn, as DFTL counts it */
 
@@ -21,10 +20,7 @@ typedef struct Entry {
 } Entry;
 
 typedef struct Dftl {
-    NhBlocks   b;
-    NhFtlEnv   env;
-    uint32_t  *l2p;         /* the current mapping (ppn + 1), see the file comment */
-    uint64_t  *touched;
+    PmapFtl    pm;          /* pm.l2p: the current mapping, see ftl-dftl.c's file comment */
     uint32_t   epp;         /* entries per translation page */
     uint32_t   ntp;         /* translation pages */
     uint32_t  *gtd;         /* [ntp] ppn + 1 of each translation page, 0 never written */
@@ -39,8 +35,6 @@ typedef struct Dftl {
     uint32_t   maxcap;      /* entries allocated: cap at DStream's k = 1, else cap */
     uint32_t  *hash;        /* entry + 1, 0 empty */
     uint32_t   hmask;
-    NhPlacement *pl;        /* NULL: placement off */
-    NhStage    stage;       /* one-shot / stripe-merge staging (stage.h) */
     uint64_t   mem, sbuf;   /* DStream: device memory, a stream's buffer (mem 0: cmt-size) */
 } Dftl;
 

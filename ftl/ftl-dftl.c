@@ -27,14 +27,15 @@
  * changes it grows, or shrinks by evicting its least recently used entries (dirty ones written
  * back as above) at once.
  *
- * With one-shot or stripe-merge, host pages are staged as in the page FTL (stage.h), one buffer
- * per physical stream; a staged page's entry is looked up (and made dirty) when its unit is
- * programmed, since that is when its mapping changes.  A read of a staged page is served from
+ * Reads, writes and staging are the page-mapped core's (pagemap.h), this file DFTL's map: the
+ * CMT is the map's lookup.  With one-shot or stripe-merge, host pages are staged (stage.h), one
+ * buffer per physical stream; a staged page's entry is looked up (and made dirty) when its unit
+ * is programmed, since that is when its mapping changes.  A read of a staged page is served from
  * the buffer without a lookup.
  *
- * The model keeps the whole current mapping in l2p (as the page FTL does) because it is what
- * flash plus cache hold together: a mapping not dirty in the CMT equals its translation page on
- * flash, so the translation pages' contents need not be stored separately.
+ * The model keeps the whole current mapping in the core's l2p because it is what flash plus
+ * cache hold together: a mapping not dirty in the CMT equals its translation page on flash, so
+ * the translation pages' contents need not be stored separately.
  */
 #include "dftl.h"
 #include "mem.h"
@@ -80,20 +81,20 @@ static bool dftl_check_config(const NhConfig *cfg, GError **errp)
  */
 uint64_t dftl_write_tpage(Dftl *f, uint32_t tv, uint32_t pu, uint64_t start)
 {
-    uint32_t ppn = pu == NH_NONE ? nh_blocks_host_page(&f->b, FRONT_TRANS)
-                                 : nh_blocks_gc_page(&f->b, pu, FRONT_TRANS);
+    uint32_t ppn = pu == NH_NONE ? nh_blocks_host_page(&f->pm.b, FRONT_TRANS)
+                                 : nh_blocks_gc_page(&f->pm.b, pu, FRONT_TRANS);
     uint32_t old1 = f->gtd[tv];     /* after the allocation: its GC may have moved the page */
     uint64_t t = start;
 
     if (old1) {
-        t = nh_nand_read(f->b.nand, old1 - 1, start);
-        f->env.counters[TP_READS]++;
-        nh_blocks_invalidate(&f->b, old1 - 1);
+        t = nh_nand_read(f->pm.b.nand, old1 - 1, start);
+        f->pm.env.counters[TP_READS]++;
+        nh_blocks_invalidate(&f->pm.b, old1 - 1);
     }
-    t = nh_nand_program(f->b.nand, ppn, t);
-    f->env.counters[TP_WRITES]++;
+    t = nh_nand_program(f->pm.b.nand, ppn, t);
+    f->pm.env.counters[TP_WRITES]++;
     f->gtd[tv] = ppn + 1;
-    nh_blocks_map(&f->b, tv, ppn);
+    nh_blocks_map(&f->pm.b, tv, ppn);
     for (uint32_t i = f->dhead[tv]; i != NH_NONE; i = f->e[i].tnext) {
         f->e[i].dirty = false;
     }
@@ -101,14 +102,16 @@ uint64_t dftl_write_tpage(Dftl *f, uint32_t tv, uint32_t pu, uint64_t start)
     return t;
 }
 
-/* Make @lpn's entry cached and most recent; returns when its mapping is known. */
-static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
+/* The map's lookup: make @lpn's entry cached and most recent; returns when its mapping is
+ * known. */
+static uint64_t cmt_get(PmapFtl *pm, uint64_t lpn, uint64_t now, uint32_t *idx)
 {
-    uint32_t i = dftl_cmt_find(f, lpn), tv = lpn / f->epp;
+    Dftl *f = (Dftl *)pm;
+    uint32_t i = dftl_cmt_find(f, (uint32_t)lpn), tv = (uint32_t)lpn / f->epp;
     uint64_t t = now;
 
     if (i != NH_NONE) {
-        f->env.counters[CMT_HITS]++;
+        f->pm.env.counters[CMT_HITS]++;
         if (f->lru_head != i) {
             dftl_lru_unlink(f, i);
             dftl_lru_push_head(f, i);
@@ -116,7 +119,7 @@ static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
         *idx = i;
         return now;
     }
-    f->env.counters[CMT_MISSES]++;
+    f->pm.env.counters[CMT_MISSES]++;
     if (f->count == f->cap) {
         i = f->lru_tail;
         if (f->e[i].dirty) {    /* the write-back cleans it, and so unlinks it */
@@ -128,10 +131,10 @@ static uint64_t cmt_get(Dftl *f, uint32_t lpn, uint64_t now, uint32_t *idx)
         i = f->count++;
     }
     if (f->gtd[tv]) {
-        t = nh_nand_read(f->b.nand, f->gtd[tv] - 1, t);
-        f->env.counters[TP_READS]++;
+        t = nh_nand_read(f->pm.b.nand, f->gtd[tv] - 1, t);
+        f->pm.env.counters[TP_READS]++;
     }
-    f->e[i] = (Entry){ .lpn = lpn };
+    f->e[i] = (Entry){ .lpn = (uint32_t)lpn };
     dftl_hash_insert(f, i);
     dftl_lru_push_head(f, i);
     *idx = i;
@@ -188,7 +191,7 @@ static uint64_t dftl_moved(void *opaque, uint8_t kind, uint32_t pu, const NhMove
     }
     batch_begin(f);
     for (uint32_t i = 0; i < n; i++) {
-        f->l2p[m[i].owner] = m[i].ppn + 1;
+        f->pm.l2p[m[i].owner] = m[i].ppn + 1;
         update_mapping(f, m[i].owner);
     }
     return batch_write(f, pu, now);
@@ -197,88 +200,16 @@ static uint64_t dftl_moved(void *opaque, uint8_t kind, uint32_t pu, const NhMove
 static uint32_t dftl_where(void *opaque, uint8_t kind, uint32_t owner)
 {
     Dftl *f = opaque;
-    return kind == KIND_TRANS ? f->gtd[owner] : f->l2p[owner];
+    return kind == KIND_TRANS ? f->gtd[owner] : f->pm.l2p[owner];
 }
 
-/* ------------------------------------------------------------------ ops */
+/* ------------------------------------------------------------------ the map's hooks */
 
-static void dftl_background(void *opaque, uint64_t now, bool defer)
+/* A host write or staged program changed @idx's mapping: GC never evicts, so @idx still names
+ * the entry the lookup returned. */
+static void cmt_changed(PmapFtl *pm, uint32_t idx)
 {
-    Dftl *f = opaque;
-    nh_stage_background(&f->stage, now);
-    nh_blocks_background(&f->b, now, defer);
-}
-
-/* Page @lpn now lives on @ppn; @idx is its cached entry, which becomes dirty. */
-static void set_mapping(Dftl *f, uint64_t lpn, uint32_t ppn, uint32_t idx)
-{
-    f->l2p[lpn] = ppn + 1;
-    nh_blocks_map(&f->b, (uint32_t)lpn, ppn);
-    nh_touch(f->touched, lpn);
-    dftl_set_dirty(f, idx);      /* GC never evicts, so idx still names lpn's entry */
-}
-
-/* A staged page is programmed on @ppn at @t: its entry is looked up first (the program waits
- * for a miss's translation read), then changed. */
-static uint64_t dftl_put(void *ctx, uint64_t lpn, uint32_t ppn, uint64_t t)
-{
-    Dftl *f = ctx;
-    uint32_t idx, old1;
-    uint64_t end = nh_nand_program(f->b.nand, ppn, cmt_get(f, (uint32_t)lpn, t, &idx));
-
-    old1 = f->l2p[lpn];     /* after the allocation and the lookup: GC may have moved it */
-    if (old1) {
-        nh_blocks_invalidate(&f->b, old1 - 1);
-    }
-    set_mapping(f, lpn, ppn, idx);
-    return end;
-}
-
-static uint64_t dftl_read(void *opaque, uint64_t lpn, uint64_t npages, uint64_t now)
-{
-    Dftl *f = opaque;
-    uint64_t done = now;
-
-    f->b.now = now;
-    for (uint64_t i = 0; i < npages; i++) {
-        uint32_t idx, ppn1;
-        uint64_t t;
-
-        if (nh_stage_holds(&f->stage, lpn + i)) {
-            continue;   /* served from the staging buffer */
-        }
-        t = cmt_get(f, (uint32_t)(lpn + i), now, &idx);
-        ppn1 = f->l2p[lpn + i];
-        if (ppn1) {
-            t = nh_nand_read(f->b.nand, ppn1 - 1, t);
-        }
-        done = t > done ? t : done;
-    }
-    return done;
-}
-
-static uint64_t dftl_write(void *opaque, const NhFtlWrite *w, uint64_t now)
-{
-    Dftl *f = opaque;
-    uint64_t done = now;
-
-    if (f->stage.unit) {
-        return nh_stage_write(&f->stage, w, now);
-    }
-    f->b.now = now;
-    for (uint64_t i = 0; i < w->npages; i++) {
-        uint64_t lpn = w->lpn + i;
-        uint32_t idx, ppn;
-        /* first: a new k resizes the CMT, which must not evict the entry we then hold */
-        uint32_t front = f->pl ? nh_placement_front(f->pl, lpn, w->stream, f->l2p[lpn])
-                               : FRONT_HOST;
-        uint64_t start = cmt_get(f, (uint32_t)lpn, now, &idx), t;
-
-        t = nh_blocks_host_write(&f->b, f->l2p, w, i, front, start, &ppn);
-        done = t > done ? t : done;
-        set_mapping(f, lpn, ppn, idx);
-    }
-    return done;
+    dftl_set_dirty((Dftl *)pm, idx);
 }
 
 static uint64_t dftl_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t now)
@@ -286,20 +217,17 @@ static uint64_t dftl_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t 
     Dftl *f = opaque;
     uint64_t end = lpn + npages, done = now;
 
-    f->b.now = now;
+    f->pm.b.now = now;
     /* one translation page at a time: its uncached mappings change in one read-modify-write */
     while (lpn < end) {
         uint32_t tv = (uint32_t)(lpn / f->epp);
         uint64_t stop = MIN(end, (uint64_t)(tv + 1) * f->epp);
         bool rewrite = false;
         for (; lpn < stop; lpn++) {
-            uint32_t ppn1 = f->l2p[lpn], i;
-            nh_stage_drop(&f->stage, lpn);
-            if (!ppn1) {
+            uint32_t i;
+            if (!pmap_unmap(&f->pm, lpn)) {
                 continue;
             }
-            nh_blocks_invalidate(&f->b, ppn1 - 1);
-            f->l2p[lpn] = 0;
             i = dftl_cmt_find(f, (uint32_t)lpn);
             if (i != NH_NONE) {
                 dftl_set_dirty(f, i);
@@ -315,45 +243,27 @@ static uint64_t dftl_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t 
     return done;
 }
 
-static uint64_t dftl_flush(void *opaque, uint64_t now)
+static void dftl_destroy(PmapFtl *pm)
 {
-    Dftl *f = opaque;
-    /* only staged pages are not on NAND yet; the CMT is part of the device's protected
-     * memory (as the mapping table of any FTL), so a flush writes nothing of it back */
-    return nh_stage_flush(&f->stage, now);
-}
+    Dftl *f = (Dftl *)pm;
 
-static bool dftl_is_mapped(void *opaque, uint64_t lpn)
-{
-    Dftl *f = opaque;
-    return f->l2p[lpn] != 0 || nh_stage_holds(&f->stage, lpn);
-}
-
-static uint32_t dftl_home(void *opaque, uint64_t lpn)
-{
-    Dftl *f = opaque;
-    return nh_blocks_home(&f->b, lpn);
-}
-
-static void dftl_destroy(void *opaque)
-{
-    Dftl *f = opaque;
-    if (!f) {
-        return;
-    }
-    nh_blocks_destroy(&f->b);
-    nh_lazy_free(f->l2p, f->env.lpages, sizeof(uint32_t));
-    nh_placement_free(f->pl);
-    nh_stage_destroy(&f->stage);
     nh_lazy_free(f->e, f->maxcap, sizeof(Entry));
     nh_lazy_free(f->hash, (size_t)f->hmask + 1, sizeof(uint32_t));
-    g_free(f->touched);
     g_free(f->gtd);
     g_free(f->dhead);
     g_free(f->stamp);
     g_free(f->batch);
-    g_free(f);
 }
+
+static char *dftl_check(PmapFtl *pm)
+{
+    Dftl *f = (Dftl *)pm;
+    char *err = nh_map_check(&pm->b, f->gtd, f->ntp, KIND_TRANS, "translation page");
+
+    return err ? err : dftl_check_cmt(f);
+}
+
+/* ------------------------------------------------------------------ sizing */
 
 static uint64_t tpages_of(const NhConfig *cfg, uint64_t lpages)
 {
@@ -372,16 +282,15 @@ static uint32_t dftl_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t
 {
     uint64_t per_plane = (tpages_of(cfg, lpages) + (uint64_t)cfg->pages * npu - 1) /
                          ((uint64_t)cfg->pages * npu);
-    return nh_blocks_min_spare(cfg, lpages, npu, (uint32_t)(NFRONT + 2 * per_plane), 2,
-                               nh_placement_max_streams(cfg) - 1);
+    return pmap_min_spare(cfg, lpages, npu, (uint32_t)(NFRONT + 2 * per_plane), 2);
 }
 
 /* CMT entries with @k physical streams open: what their buffers leave of dstream-memory, or
  * cmt-size; caching more entries than there are pages changes nothing. */
 static uint32_t cap_for(const Dftl *f, uint32_t k)
 {
-    uint64_t bytes = f->mem ? f->mem - k * f->sbuf : nh_config_uint(f->env.cfg, "cmt-size");
-    return (uint32_t)MIN(bytes / ENTRY_BYTES, f->env.lpages);
+    uint64_t bytes = f->mem ? f->mem - k * f->sbuf : nh_config_uint(f->pm.env.cfg, "cmt-size");
+    return (uint32_t)MIN(bytes / ENTRY_BYTES, f->pm.env.lpages);
 }
 
 /* DStream changed k: the CMT takes the memory the streams' buffers leave (a merged stream's
@@ -389,41 +298,145 @@ static uint32_t cap_for(const Dftl *f, uint32_t k)
 static uint64_t dftl_k_changed(void *ctx, uint32_t k)
 {
     Dftl *f = ctx;
-    dftl_cmt_resize(f, cap_for(f, k), f->b.now);
+    dftl_cmt_resize(f, cap_for(f, k), f->pm.b.now);
     return f->cap;
 }
 
-/* Placement: more frontiers, GC copies counted per stream, DStream's memory budget. */
-static void placement_init(Dftl *f, const NhFtlEnv *env, NhBlocksSpec *spec)
+/* DStream's memory budget: the CMT and the open streams' buffers share dstream-memory. */
+static void dstream_init(Dftl *f)
 {
-    const NhConfig *cfg = env->cfg;
+    const NhConfig *cfg = f->pm.env.cfg;
+    NhPlacement *pl = f->pm.pl;
 
-    f->pl = nh_placement_new(env, FRONT_HOST, NFRONT);
-    if (!f->pl) {
+    if (!pl || !pl->ds) {
         return;
     }
-    spec->nfront = NFRONT + f->pl->nstreams - 1;
-    spec->reserved = f->pl->nstreams - 1;
-    for (uint32_t i = 0; i < spec->nfront; i++) {
-        spec->front_kind[i] = i == FRONT_TRANS ? KIND_TRANS : KIND_DATA;
-        /* translation blocks are GC'd too, but they are not a stream's data */
-        spec->front_stream[i] = (uint8_t)nh_placement_stream_of(f->pl, i);
+    f->sbuf = nh_placement_stream_buffer(cfg);
+    f->mem = nh_config_uint(cfg, "dstream-memory");
+    f->mem = f->mem ? f->mem : nh_config_uint(cfg, "cmt-size") + pl->nstreams * f->sbuf;
+    pl->k_changed = dftl_k_changed;
+    pl->ctx = f;
+}
+
+/* ------------------------------------------------------------------ persistence */
+
+/*
+ * State (pagemap.h): after the mapping runs, the GTD runs; after placement (k sets the CMT's
+ * capacity) the CMT: u32 count and (lpn, dirty) from the most to the least recently used.  The
+ * CMT is saved rather than written back so that a restart continues with the same cache, and
+ * saving changes no counter.
+ */
+static void gtd_save(PmapFtl *pm, GByteArray *o)
+{
+    Dftl *f = (Dftl *)pm;
+    nh_map_save(o, f->gtd, NULL, f->ntp);
+}
+
+static bool gtd_load(PmapFtl *pm, NhReader *r, GError **errp)
+{
+    Dftl *f = (Dftl *)pm;
+    return nh_map_load(&pm->b, r, f->gtd, NULL, f->ntp, KIND_TRANS, errp);
+}
+
+static void cmt_save(PmapFtl *pm, GByteArray *o)
+{
+    Dftl *f = (Dftl *)pm;
+
+    nh_put32(o, f->count);
+    for (uint32_t i = f->lru_head; i != NH_NONE; i = f->e[i].next) {
+        nh_put32(o, f->e[i].lpn);
+        nh_put32(o, f->e[i].dirty);
     }
-    spec->stream_copies = env->placement + NH_PC_GC_COPIES;
-    if (f->pl->ds) {
-        f->sbuf = nh_placement_stream_buffer(cfg);
-        f->mem = nh_config_uint(cfg, "dstream-memory");
-        f->mem = f->mem ? f->mem : nh_config_uint(cfg, "cmt-size") + f->pl->nstreams * f->sbuf;
-        f->pl->k_changed = dftl_k_changed;
-        f->pl->ctx = f;
+}
+
+/* Saved MRU first: appending at the tail keeps the order. */
+static void cmt_append(Dftl *f, uint32_t lpn, bool dirty)
+{
+    uint32_t i = f->count++;
+
+    f->e[i] = (Entry){ .lpn = lpn };
+    dftl_hash_insert(f, i);
+    f->e[i].prev = f->lru_tail;
+    f->e[i].next = NH_NONE;
+    if (f->lru_tail != NH_NONE) {
+        f->e[f->lru_tail].next = i;
+    } else {
+        f->lru_head = i;
     }
+    f->lru_tail = i;
+    if (dirty) {
+        dftl_set_dirty(f, i);
+    }
+}
+
+static bool cmt_load(PmapFtl *pm, NhReader *r, GError **errp)
+{
+    Dftl *f = (Dftl *)pm;
+    uint32_t n;
+
+    if (pm->pl) {
+        f->cap = cap_for(f, nh_placement_k(pm->pl));
+        pm->pl->cmt_entries = f->cap;
+    }
+    if (!nh_get32(r, &n)) {
+        return nh_blocks_corrupt(&pm->b, errp, "CMT count");
+    }
+    if (n > f->cap) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_STATE,
+                    "state file: the CMT held %u entries, more than cmt-size allows now (%u); "
+                    "use the cmt-size it was saved with", n, f->cap);
+        return false;
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t lpn, dirty;
+        if (!nh_get32(r, &lpn) || !nh_get32(r, &dirty)) {
+            return nh_blocks_corrupt(&pm->b, errp, "truncated CMT");
+        }
+        if (lpn >= pm->env.lpages || dirty > 1 || dftl_cmt_find(f, lpn) != NH_NONE) {
+            return nh_blocks_corrupt(&pm->b, errp, "CMT entry out of range or repeated");
+        }
+        cmt_append(f, lpn, dirty);
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ creation */
+
+static const PmapMap cmt_map = {
+    .lookup = cmt_get,
+    .changed = cmt_changed,
+    .destroy = dftl_destroy,
+    .save_maps = gtd_save,
+    .load_maps = gtd_load,
+    .save_cache = cmt_save,
+    .load_cache = cmt_load,
+    .check = dftl_check,
+};
+
+/* The CMT's hash and entries, and the translation pages' tables. */
+static bool dftl_alloc(Dftl *f, uint64_t hsize, GError **errp)
+{
+    f->e = nh_lazy_alloc(f->maxcap, sizeof(Entry));
+    f->hash = nh_lazy_alloc(hsize, sizeof(uint32_t));
+    if (!f->e || !f->hash) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "not enough host memory for a CMT of %u entries", f->cap);
+        return false;
+    }
+    f->gtd = g_new0(uint32_t, f->ntp);
+    f->dhead = g_new(uint32_t, f->ntp);
+    memset(f->dhead, 0xff, sizeof(uint32_t) * f->ntp);
+    f->stamp = g_new0(uint32_t, f->ntp);
+    f->batch = g_new(uint32_t, MAX(f->pm.b.pages, 1));
+    f->lru_head = f->lru_tail = NH_NONE;
+    return true;
 }
 
 static void *dftl_create(const NhFtlEnv *env, GError **errp)
 {
     Dftl *f = g_new0(Dftl, 1);
     NhBlocksSpec spec = {
-        .nfront = NFRONT,
+        /* the streams' frontiers placement adds after these are data frontiers (0) */
         .front_kind = { KIND_DATA, KIND_DATA, KIND_TRANS },
         .gc_front = { FRONT_GC, FRONT_TRANS },
         .reserve = 2,
@@ -434,183 +447,28 @@ static void *dftl_create(const NhFtlEnv *env, GError **errp)
     };
     uint64_t hsize = 2;
 
-    f->env = *env;
     f->epp = env->cfg->page_size / 4;
     f->ntp = (uint32_t)tpages_of(env->cfg, env->lpages);
-    placement_init(f, env, &spec);
-    f->cap = cap_for(f, f->pl ? nh_placement_k(f->pl) : 1);
+    pmap_place(&f->pm, env, &cmt_map, &spec, NFRONT);
+    dstream_init(f);
+    f->cap = cap_for(f, f->pm.pl ? nh_placement_k(f->pm.pl) : 1);
     f->maxcap = cap_for(f, 1);
-    if (f->pl) {
-        f->pl->cmt_entries = f->cap;
+    if (f->pm.pl) {
+        f->pm.pl->cmt_entries = f->cap;
     }
     while (hsize < 2ull * f->maxcap) {
         hsize <<= 1;
     }
     f->hmask = (uint32_t)(hsize - 1);
-    if (!nh_blocks_init(&f->b, env, &spec, errp)) {
-        dftl_destroy(f);
+    if (!pmap_init(&f->pm, &spec, errp) || !dftl_alloc(f, hsize, errp)) {
+        pmap_destroy(f);
         return NULL;
     }
-    f->l2p = nh_lazy_alloc(env->lpages, sizeof(uint32_t));
-    f->touched = nh_touched_new(env->lpages);
-    f->e = nh_lazy_alloc(f->maxcap, sizeof(Entry));
-    f->hash = nh_lazy_alloc(hsize, sizeof(uint32_t));
-    if (!f->l2p || !f->touched || !f->e || !f->hash) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "not enough host memory for the mapping of %" G_GUINT64_FORMAT
-                    " logical pages and a CMT of %u entries", env->lpages, f->cap);
-        dftl_destroy(f);
-        return NULL;
-    }
-    f->gtd = g_new0(uint32_t, f->ntp);
-    f->dhead = g_new(uint32_t, f->ntp);
-    memset(f->dhead, 0xff, sizeof(uint32_t) * f->ntp);
-    f->stamp = g_new0(uint32_t, f->ntp);
-    f->batch = g_new(uint32_t, MAX(f->b.pages, 1));
-    f->lru_head = f->lru_tail = NH_NONE;
-    nh_stage_init(&f->stage, env, &f->b, f->l2p, f->pl, FRONT_HOST, dftl_put, f);
     return f;
 }
 
-/* ------------------------------------------------------------------ persistence */
-
-/*
- * State: the block layer's section, the mapping runs, the GTD runs, with placement its section
- * (k sets the CMT's capacity), then the CMT: u32 count and
- * (lpn, dirty) from the most to the least recently used.  The CMT is saved rather than written
- * back so that a restart continues with the same cache, and saving changes no counter.
- */
-static void dftl_save(void *opaque, GByteArray *o)
-{
-    Dftl *f = opaque;
-
-    nh_blocks_save(&f->b, o);
-    nh_map_save(o, f->l2p, f->touched, f->env.lpages);
-    nh_map_save(o, f->gtd, NULL, f->ntp);
-    if (f->pl) {
-        nh_placement_save(f->pl, o);
-    }
-    nh_put32(o, f->count);
-    for (uint32_t i = f->lru_head; i != NH_NONE; i = f->e[i].next) {
-        nh_put32(o, f->e[i].lpn);
-        nh_put32(o, f->e[i].dirty);
-    }
-}
-
-static bool dftl_load(void *opaque, const guint8 *data, size_t len, GError **errp)
-{
-    Dftl *f = opaque;
-    NhReader r = { data, data + len };
-    uint32_t n;
-
-    if (!nh_blocks_load(&f->b, &r, errp) ||
-        !nh_map_load(&f->b, &r, f->l2p, f->touched, f->env.lpages, KIND_DATA, errp) ||
-        !nh_map_load(&f->b, &r, f->gtd, NULL, f->ntp, KIND_TRANS, errp)) {
-        return false;
-    }
-    if (f->pl) {
-        if (!nh_placement_load(f->pl, &r)) {
-            return nh_blocks_corrupt(&f->b, errp, "placement");
-        }
-        f->cap = cap_for(f, nh_placement_k(f->pl));
-        f->pl->cmt_entries = f->cap;
-    }
-    if (!nh_get32(&r, &n)) {
-        return nh_blocks_corrupt(&f->b, errp, "CMT count");
-    }
-    if (n > f->cap) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_STATE,
-                    "state file: the CMT held %u entries, more than cmt-size allows now (%u); "
-                    "use the cmt-size it was saved with", n, f->cap);
-        return false;
-    }
-    for (uint32_t k = 0; k < n; k++) {
-        uint32_t lpn, dirty, i;
-        if (!nh_get32(&r, &lpn) || !nh_get32(&r, &dirty)) {
-            return nh_blocks_corrupt(&f->b, errp, "truncated CMT");
-        }
-        if (lpn >= f->env.lpages || dirty > 1 || dftl_cmt_find(f, lpn) != NH_NONE) {
-            return nh_blocks_corrupt(&f->b, errp, "CMT entry out of range or repeated");
-        }
-        i = f->count++;
-        f->e[i] = (Entry){ .lpn = lpn };
-        dftl_hash_insert(f, i);
-        /* saved MRU first: appending at the tail keeps the order */
-        f->e[i].prev = f->lru_tail;
-        f->e[i].next = NH_NONE;
-        if (f->lru_tail != NH_NONE) {
-            f->e[f->lru_tail].next = i;
-        } else {
-            f->lru_head = i;
-        }
-        f->lru_tail = i;
-        if (dirty) {
-            dftl_set_dirty(f, i);
-        }
-    }
-    if (r.p != r.end) {
-        return nh_blocks_corrupt(&f->b, errp, "trailing bytes");
-    }
-    nh_blocks_load_done(&f->b);
-    return true;
-}
-
-static char *dftl_check(void *opaque)
-{
-    Dftl *f = opaque;
-    char *err = nh_map_check(&f->b, f->l2p, f->env.lpages, KIND_DATA, "lpn");
-    if (!err) {
-        err = nh_map_check(&f->b, f->gtd, f->ntp, KIND_TRANS, "translation page");
-    }
-    if (!err) {
-        err = dftl_check_cmt(f);
-    }
-    if (!err) {
-        err = nh_stage_check(&f->stage, f->env.lpages);
-    }
-    return err ? err : nh_blocks_check(&f->b);
-}
-
-static void dftl_stream_release(void *opaque, uint16_t id)
-{
-    Dftl *f = opaque;
-    nh_placement_release(f->pl, id);
-}
-
-static uint64_t dftl_stream_unit(void *opaque, uint16_t tag, bool close)
-{
-    Dftl *f = opaque;
-    return nh_placement_unit(f->pl, &f->b, tag, close);
-}
-
-static int dftl_stream_of(void *opaque, uint64_t lpn)
-{
-    Dftl *f = opaque;
-    return nh_stage_holds(&f->stage, lpn) ? -1 : nh_placement_page_stream(f->pl, &f->b,
-                                                                          f->l2p[lpn]);
-}
-
-const NhFtlOps nh_ftl_dftl_ops = {
-    .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE | NH_FTL_PLACEMENT | NH_FTL_CMT_RESIZE |
-                NH_FTL_DYNAMIC_ALLOC,
-    .stream_release = dftl_stream_release,
-    .stream_of = dftl_stream_of,
-    .keys = dftl_keys,
-    .check_config = dftl_check_config,
-    .stream_unit = dftl_stream_unit,
-    .counters = dftl_counters,
-    .name = "dftl",
-    .create = dftl_create,
-    .destroy = dftl_destroy,
-    .read = dftl_read,
-    .write = dftl_write,
-    .trim = dftl_trim,
-    .flush = dftl_flush,
-    .background = dftl_background,
-    .is_mapped = dftl_is_mapped,
-    .home = dftl_home,
-    .save = dftl_save,
-    .load = dftl_load,
-    .check = dftl_check,
-    .spare_blocks = dftl_spare_blocks,
-};
+const NhFtlOps nh_ftl_dftl_ops = NH_PAGEMAP_OPS("dftl", dftl_create, dftl_trim,
+                                                dftl_spare_blocks, NH_FTL_CMT_RESIZE,
+                                                .keys = dftl_keys,
+                                                .check_config = dftl_check_config,
+                                                .counters = dftl_counters);

@@ -810,16 +810,16 @@ static void test_staged_merge(void)
         uint64_t lpn = hot ? g_rand_int_range(r, 0, (gint32)n / 8)
                            : g_rand_int_range(r, (gint32)n / 8, (gint32)n);
         NhRequest q = { .op = NH_OP_WRITE, .offset = lpn * 4096, .length = 4096 };
-        uint32_t k0 = nh_placement_k(f->pl), held = 0;
+        uint32_t k0 = nh_placement_k(f->pm.pl), held = 0;
 
         for (uint32_t bi = 1; bi < k0; bi++) {
-            held |= (f->stage.buf[bi].n > 0) << bi;
+            held |= (f->pm.stage.buf[bi].n > 0) << bi;
         }
         g_assert_true(nh_engine_submit(e, &q, now, &done, NULL));
-        for (uint32_t bi = nh_placement_k(f->pl); bi < f->stage.nbuf; bi++) {
-            g_assert_cmpuint(f->stage.buf[bi].n, ==, 0);
+        for (uint32_t bi = nh_placement_k(f->pm.pl); bi < f->pm.stage.nbuf; bi++) {
+            g_assert_cmpuint(f->pm.stage.buf[bi].n, ==, 0);
         }
-        merges += nh_placement_k(f->pl) < k0 && held >> nh_placement_k(f->pl);
+        merges += nh_placement_k(f->pm.pl) < k0 && held >> nh_placement_k(f->pm.pl);
     }
     g_test_message("%" G_GUINT64_FORMAT " merges found a buffer holding pages, %"
                    G_GUINT64_FORMAT " pages of padding", merges,
