@@ -157,13 +157,17 @@ def replay(props, trace, qd=None, fmt="fio"):
 def comparable(doc, base=None):
     """The counters that depend only on the request sequence: host, nand,
     ftl, buffer and cache as deltas from `base` (the device's snapshot
-    before fio), wear and waf absolute (nothing was written or erased before
-    the snapshot)."""
+    before the workload), wear, waf and ftl.placement.* absolute: nothing
+    was written or erased before the snapshot, so the device's placement
+    state was the initial one, and k, host_streams, open_streams,
+    cmt_entries and sample_stride are levels, not counts, which a delta
+    would get wrong (a default device places: streams=auto)."""
     d = delta(doc, base) if base else counters(doc)
     out = {k: v for k, v in d.items()
            if k.split(".")[0] in ("host", "nand", "ftl", "buffer", "cache")
            and k not in ("host.flush_cmds", "nand.die_busy_ns", "nand.channel_busy_ns",
                          "ftl.gc_foreground_blocks")}
+    out.update((k, v) for k, v in counters(doc).items() if k.startswith("ftl.placement."))
     for k in ("erase_min", "erase_max", "erase_mean"):
         out["wear." + k] = doc["wear"][k]
     out["waf"] = doc["waf"]
@@ -338,18 +342,6 @@ def tagged_trace(ops, path, gap=1000):
     return path
 
 
-def comparable_tagged(doc, base=None):
-    """comparable(), but ftl.placement.* absolute: before the snapshot the
-    device had written nothing, so its placement state is the initial one,
-    and k, open_streams, cmt_entries and sample_stride are levels, not
-    counts, which a delta would get wrong."""
-    out = comparable(doc, base)
-    for k, v in counters(doc).items():
-        if k.startswith("ftl.placement."):
-            out[k] = v
-    return out
-
-
 # 2,504 nvme-cli commands take 4 to 9 minutes under TCG: `make check` runs the page FTL's,
 # `make check-slow` DStream's as well.
 @pytest.mark.parametrize("name", ["page-streams",
@@ -395,9 +387,9 @@ def test_device_and_simulator_agree_with_tags(share, name):
         # every stream staged word lines; partial ones were padded
         assert d["ftl.stripe_pages"] > 0 and d["ftl.stripe_padding"] > 0, d
 
-    dev = comparable_tagged(s1, s0)
+    dev = comparable(s1, s0)
     trace = tagged_trace(ops, str(share / "tagged.mqsim"), gap=100000000 if one_shot else 1000)
     for qd in (None,) if one_shot else (None, 1, 32):
         sim = replay(props, trace, qd, fmt="mqsim")
         assert sim["geometry"] == s1["geometry"]
-        assert mismatches(dev, comparable_tagged(sim)) == {}, qd
+        assert mismatches(dev, comparable(sim)) == {}, qd
