@@ -10,10 +10,10 @@ import signal
 import subprocess
 import sys
 
-import nhversion
+from nh import version as nhversion
+from nh.paths import BUILD, REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GUEST_DIR = os.path.join(REPO, "build", "guest")
+GUEST_DIR = os.path.join(BUILD, "guest")
 # The files of a guest directory (guest-images/build writes them).
 GUEST_FILES = ("vmlinux", "initrd.img", "rootfs.ext4")
 
