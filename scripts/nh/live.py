@@ -11,9 +11,7 @@ import os
 import time
 
 from nh.stats import get
-
-# QOM path of the device vm-exec and run-vm create (nhvm.NVME_ID).
-DEFAULT_QOM_PATH = "/machine/peripheral/nvh0"
+from nh.vm import QOM_PATH as DEFAULT_QOM_PATH  # the device vm-exec and run-vm create
 
 
 def _sum(doc, keys):

@@ -11,9 +11,6 @@ from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from nh import vm as nhvm
 
-# QOM path of the device vm-exec creates.
-QOM = "/machine/peripheral/" + nhvm.NVME_ID
-
 
 class Ended(Exception):
     """The QEMU process (or vm-exec around it) ended before its QMP socket answered."""
@@ -43,12 +40,12 @@ class Device:
         raise TimeoutError()
 
     def get(self, prop):
-        return self.qmp.cmd("qom-get", path=QOM, property=prop)
+        return self.qmp.cmd("qom-get", path=nhvm.QOM_PATH, property=prop)
 
     def set(self, prop, value):
         """qom-set; returns QMP's answer, {"error": ...} included, as it is."""
-        return self.qmp.cmd_obj({"execute": "qom-set",
-                                 "arguments": {"path": QOM, "property": prop, "value": value}})
+        return self.qmp.cmd_obj({"execute": "qom-set", "arguments": {
+            "path": nhvm.QOM_PATH, "property": prop, "value": value}})
 
     def stats(self):
         """The engine's statistics document (docs/statistics.md)."""

@@ -1,8 +1,9 @@
 """The simulator's table (tools/nvme-hybrid-sim.c print_table) from a statistics document, for
 the tools that have a document but no simulator: the guest's nvme-hybrid-stats (guest-images/
 build installs the package's table.py and stats.py beside it) and the host's scripts.  The lines
-are the simulator's, character for character, except what only a replay knows (its wall time, the --fit summary, the
-first malformed line); tests/scripts/test_table.py holds the two equal on the same document.
+are the simulator's, character for character, except what only a replay knows (its wall time,
+the --fit summary, the first malformed line); tests/scripts/test_table.py holds the two equal on
+the same document.
 
 A document from a device (the vendor log page, the stats property) has no `trace` member: its
 requests line counts the host's commands over the device's clock instead."""

@@ -25,8 +25,9 @@ GUEST_FILES = ("vmlinux", "initrd.img", "rootfs.ext4")
 # wall time.
 DEFAULT_ICOUNT_SHIFT = 0
 
-# The device's id and serial; its QOM path is /machine/peripheral/nvh0.
+# The device's id and serial, and so its QOM path, where QMP clients read its properties.
 NVME_ID = "nvh0"
+QOM_PATH = "/machine/peripheral/" + NVME_ID
 
 
 class Error(Exception):
