@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
@@ -22,8 +21,7 @@ VM_EXEC = os.path.join(REPO, "scripts", "vm-exec")
 
 # The serial number is set by vm-exec, not by us: read it from the same module
 # so the identify test follows it if it changes.
-sys.path.insert(0, os.path.join(REPO, "scripts"))
-import nhvm  # noqa: E402
+from nh import vm as nhvm  # noqa: E402
 
 # vm-exec gives the controller an id (its QOM path under /machine/peripheral)
 # and uses the same string as the serial; older versions set only the serial

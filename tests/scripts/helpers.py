@@ -1,11 +1,7 @@
-"""Shared by the tests of scripts/: the repository's paths and its Python
-modules in scripts/."""
-import os
-import sys
+"""Shared by the tests of scripts/: the repository's paths and its Python package, scripts/nh
+(on sys.path through pytest.ini's pythonpath)."""
+from nh import paths
+from nh import vm as nhvm  # noqa: F401
+from nh.paths import REPO, SCRIPTS  # noqa: F401
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPTS = os.path.join(REPO, "scripts")
-SIM = os.environ.get("NVME_HYBRID_SIM") or os.path.join(REPO, "build", "nvme-hybrid-sim")
-sys.path.insert(0, SCRIPTS)
-
-import nhvm  # noqa: E402,F401
+SIM = paths.simulator()

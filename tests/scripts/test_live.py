@@ -1,4 +1,4 @@
-"""The live view's arithmetic (scripts/nhlive.py), scripts/plot on a document and a record,
+"""The live view's arithmetic (scripts/nh/live.py), scripts/plot on a document and a record,
 and nhtop's messages for bad input.  The view itself, against a guest running fio, is
 tests/guest/test_live_view.py."""
 import json
@@ -10,8 +10,7 @@ import pytest
 
 from helpers import REPO, SCRIPTS, SIM
 
-sys.path.insert(0, SCRIPTS)
-import nhlive  # noqa: E402
+from nh import live as nhlive
 
 
 def doc(read_cmds, write_pages, programs, hits=None, lat=(1000.0, 10)):

@@ -1,4 +1,4 @@
-"""scripts/nhsim.py, the simulator's Python API: a replay gives the command line's --json
+"""scripts/nh/sim.py, the simulator's Python API: a replay gives the command line's --json
 document; options reach the simulator; refusals arrive whole as SimError; list_keys parses
 --list-keys; table() runs a batch and reports each replay."""
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from helpers import REPO, SIM
 
-import nhsim
+from nh import sim as nhsim
 
 TRACE = os.path.join(REPO, "tests", "data", "traces", "mqsim_tpcc-small.trace")
 

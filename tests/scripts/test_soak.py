@@ -9,6 +9,7 @@ import random
 import subprocess
 
 from helpers import REPO, SIM
+from nh import stats
 
 _loader = importlib.machinery.SourceFileLoader("soak", os.path.join(REPO, "scripts", "soak"))
 soak = importlib.util.module_from_spec(importlib.util.spec_from_loader(_loader.name, _loader))
@@ -24,7 +25,7 @@ def sim_stats(tmp_path, n):
     r = subprocess.run([SIM, "--trace", str(trace), "--format", "mqsim", "--json",
                         "--capacity", "16M", "--device", "channels=1,ways=2,pages=16"],
                        stdout=subprocess.PIPE, text=True, check=True)
-    return soak.flatten(json.loads(r.stdout))
+    return stats.numbers(json.loads(r.stdout))
 
 
 def test_real_statistics_pass_and_grow(tmp_path):

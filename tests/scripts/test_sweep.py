@@ -15,24 +15,13 @@ import pandas as pd
 import pytest
 
 from helpers import REPO, SIM, SCRIPTS
+from nh import stats
 
 SWEEP = os.path.join(SCRIPTS, "sweep")
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 
 pytestmark = pytest.mark.skipif(not os.access(SIM, os.X_OK),
                                 reason="no simulator at %s (ninja -C build)" % SIM)
-
-
-def flat(doc, prefix=""):
-    out = {}
-    for k, v in doc.items():
-        if isinstance(v, dict):
-            out.update(flat(v, prefix + k + "."))
-        elif isinstance(v, list):
-            out[prefix + k] = json.dumps(v)
-        else:
-            out[prefix + k] = v
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +75,7 @@ def direct(trace, device, options):
     """The same replay, run by hand."""
     r = subprocess.run([SIM, "--json", "--device", device, "--trace", str(trace), "--format", "spc",
                         *options.split()], capture_output=True, text=True, check=True)
-    return flat(json.loads(r.stdout))
+    return stats.flatten(json.loads(r.stdout))
 
 
 def check_table(df, trace, n):
@@ -269,7 +258,7 @@ def test_a_failed_run_keeps_its_message_whole(traces, tmp_path):
 
 
 def test_error_text_keeps_lines_whole():
-    import nhsweep
+    from nh import sweep as nhsweep
     key = "nvme-hybrid-sim: bufer: unknown key (valid keys: %s)" % ", ".join(["k"] * 400)
     assert nhsweep.error_text(key + "\n") == key
     middle = ["warning %d %s" % (i, "x" * 90) for i in range(20)]
@@ -336,7 +325,7 @@ def test_plot_bars_for_categories_lines_for_numbers(tmp_path, monkeypatch):
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
-    import nhsweep
+    from nh import sweep as nhsweep
     saved = []
     real = Figure.savefig
     monkeypatch.setattr(Figure, "savefig",

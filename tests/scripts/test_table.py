@@ -1,4 +1,4 @@
-"""The simulator's table and scripts/nhtable.py, which prints it from a document for the guest's
+"""The simulator's table and scripts/nh/table.py, which prints it from a document for the guest's
 nvme-hybrid-stats: the same lines on the same document; capacities in a unit that fits, the
 placement and buffer lines; --version and what the document records about the replay."""
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from helpers import REPO, SIM
 
-import nhtable
+from nh import table as nhtable
 
 TRACE = os.path.join(REPO, "tests", "data", "traces", "mqsim_tpcc-small.trace")
 

@@ -11,10 +11,10 @@ import shutil
 import sys
 import tempfile
 import time
+import zipfile
 
-import nhsim
+from nh import sim as nhsim
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What the table keeps of a failed replay's standard error, beyond its first and last lines.
 ERROR_CHARS = 600
 
@@ -292,6 +292,18 @@ def connect(scheduler=None, workers=None, quiet=False):
     return Client(cluster), cluster
 
 
+def _package_zip(tmp):
+    """The nh package as @tmp/nh.zip, the form in which Dask's upload_file sends a package (a
+    worker puts the zip on its sys.path and imports nh from it)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(tmp, "nh.zip")
+    with zipfile.ZipFile(path, "w") as z:
+        for name in sorted(os.listdir(package)):
+            if name.endswith(".py"):
+                z.write(os.path.join(package, name), os.path.join("nh", name))
+    return path
+
+
 def _upload(client, traces, tmp):
     """Upload each trace once under a name unique to its content; returns {path: name}."""
     names = {}
@@ -324,11 +336,10 @@ def run_grid(grid, client, progress=True, log=sys.stderr, local=False, documents
     tmp = tempfile.mkdtemp(prefix="nh-sweep-")
     try:
         if not local:
-            # The task function lives in this module, which runs the replay through nhsim: the
-            # scheduler and the workers import both from copies sent to them (workers that join
-            # later get them too), nhsim first since this module imports it.
-            for module in (nhsim, sys.modules[__name__]):
-                client.upload_file(os.path.abspath(module.__file__.replace(".pyc", ".py")))
+            # The task function lives in this module, which runs the replay through nh.sim: the
+            # scheduler and the workers import the package from a copy sent to them (workers
+            # that join later get it too).
+            client.upload_file(_package_zip(tmp))
         uploads = _upload(client, [t for t in grid.traces if t.upload], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

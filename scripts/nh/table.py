@@ -1,12 +1,15 @@
 """The simulator's table (tools/nvme-hybrid-sim.c print_table) from a statistics document, for
 the tools that have a document but no simulator: the guest's nvme-hybrid-stats (guest-images/
-build installs this file beside it) and the host's scripts.  The lines are the simulator's,
-character for character, except what only a replay knows (its wall time, the --fit summary, the
-first malformed line); tests/scripts/test_table.py holds the two equal on the same document.
+build installs the package's table.py and stats.py beside it) and the host's scripts.  The lines
+are the simulator's, character for character, except what only a replay knows (its wall time,
+the --fit summary, the first malformed line); tests/scripts/test_table.py holds the two equal on
+the same document.
 
 A document from a device (the vendor log page, the stats property) has no `trace` member: its
 requests line counts the host's commands over the device's clock instead."""
 import math
+
+from nh.stats import get
 
 # The columns the C table pads its labels to ("%-12s")
 LABEL = "%-12s"
@@ -22,20 +25,12 @@ def size_text(nbytes):
     return ("%.0f %s" if v == math.floor(v) else "%.1f %s") % (v, unit)
 
 
-def _get(doc, key, default=0):
-    for part in key.split("."):
-        if not isinstance(doc, dict) or part not in doc:
-            return default
-        doc = doc[part]
-    return doc
-
-
 def _requests(doc):
-    secs = _get(doc, "run.duration_ns") / 1e9
+    secs = get(doc, "run.duration_ns", 0) / 1e9
     if "trace" in doc:
-        n, clock = _get(doc, "trace.requests"), "simulated"
+        n, clock = get(doc, "trace.requests", 0), "simulated"
     else:
-        n = sum(_get(doc, "host." + k) for k in ("read_cmds", "write_cmds", "trim_cmds",
+        n = sum(get(doc, "host." + k, 0) for k in ("read_cmds", "write_cmds", "trim_cmds",
                                                   "flush_cmds"))
         clock = "on the device's clock"
     return "%d in %.3f s %s (%.0f IOPS)" % (n, secs, clock, n / secs if secs > 0 else 0.0)
@@ -43,15 +38,15 @@ def _requests(doc):
 
 def _placement(doc):
     cfg = doc["config"]
-    pages = _get(doc, "ftl.placement.host_pages", {})
+    pages = get(doc, "ftl.placement.host_pages", {})
     if not pages:
         return None
     line = "streams %d%s map=%s physical streams %d" % (
-        _get(doc, "ftl.placement.host_streams"), " (auto)" if cfg["streams"] == "auto" else "",
+        get(doc, "ftl.placement.host_streams", 0), " (auto)" if cfg["streams"] == "auto" else "",
         cfg["stream-map"], len(pages))
     if cfg["stream-map"] == "dstream":
-        line += " (k %d now)" % _get(doc, "ftl.placement.k")
-    shared = _get(doc, "ftl.placement.shared_streams")
+        line += " (k %d now)" % get(doc, "ftl.placement.k", 0)
+    shared = get(doc, "ftl.placement.shared_streams", 0)
     if shared:
         line += ", %d host streams share one" % shared
     written = "".join(" %s:%d" % (k, v) for k, v in pages.items() if v)
@@ -66,16 +61,16 @@ def _buffer(doc):
     if cfg["buffer"] == "none":
         lines.append(("buffer", "none"))
     else:
-        hits, written = _get(doc, "buffer.write_hits"), _get(doc, "host.write_pages")
+        hits, written = get(doc, "buffer.write_hits", 0), get(doc, "host.write_pages", 0)
         share = ("%.1f%% of host pages written" % (100.0 * hits / written) if written
                  else "no host pages written")
         lines.append(("buffer", "%s %s  write hits %d (%s)  read hits %d  evictions %d  "
                       "destaged pages %d" % (cfg["buffer"], cfg["buffer-size"], hits, share,
-                                             _get(doc, "buffer.read_hits"),
-                                             _get(doc, "buffer.evictions"),
-                                             _get(doc, "buffer.destage_pages"))))
+                                             get(doc, "buffer.read_hits", 0),
+                                             get(doc, "buffer.evictions", 0),
+                                             get(doc, "buffer.destage_pages", 0))))
     if cfg["cache-size"] != "0":
-        hits, misses = _get(doc, "cache.read_hits"), _get(doc, "cache.read_misses")
+        hits, misses = get(doc, "cache.read_hits", 0), get(doc, "cache.read_misses", 0)
         ratio = "hit ratio %.1f%%" % (100.0 * hits / (hits + misses)) if hits + misses \
             else "nothing read"
         lines.append(("read cache", "%s  hits %d  misses %d (%s)" % (cfg["cache-size"], hits,
@@ -85,7 +80,7 @@ def _buffer(doc):
 
 def table(doc):
     """The table's lines for statistics document @doc, as one string ending in a newline."""
-    g = lambda k: _get(doc, k)  # noqa: E731
+    g = lambda k: get(doc, k, 0)  # noqa: E731
     cfg = doc["config"]
     rows = [("device", "ftl=%s cell=%s channels=%s ways=%s blocks=%s op=%s%% capacity=%s" % (
                 cfg["ftl"], cfg["cell"], cfg["channels"], cfg["ways"], cfg["blocks"], cfg["op"],

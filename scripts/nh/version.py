@@ -2,7 +2,7 @@
 top of the checkout (meson.build reads the same file for the C programs)."""
 import os
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from nh.paths import REPO
 
 
 def version():

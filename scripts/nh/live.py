@@ -10,29 +10,8 @@ import json
 import os
 import time
 
-# QOM path of the device vm-exec and run-vm create (nhvm.NVME_ID).
-DEFAULT_QOM_PATH = "/machine/peripheral/nvh0"
-
-
-def get(doc, key):
-    """doc["a"]["b"] for key "a.b"; None when any part is absent."""
-    for part in key.split("."):
-        if not isinstance(doc, dict) or part not in doc:
-            return None
-        doc = doc[part]
-    return doc
-
-
-def leaves(doc, prefix=""):
-    """{"a.b": number} for every numeric leaf (booleans excluded)."""
-    out = {}
-    for k, v in doc.items():
-        key = prefix + k
-        if isinstance(v, dict):
-            out.update(leaves(v, key + "."))
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[key] = v
-    return out
+from nh.stats import get
+from nh.vm import QOM_PATH as DEFAULT_QOM_PATH  # the device vm-exec and run-vm create
 
 
 def _sum(doc, keys):

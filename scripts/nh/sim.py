@@ -1,12 +1,12 @@
 """The trace simulator from Python: replay a block trace through the SSD engine with a property
 string and get its statistics document, one replay or a batch, as dicts or a pandas table.
 
-    import nhsim
+    from nh import sim as nhsim
     doc = nhsim.replay("tests/data/traces/mqsim_tpcc-small.trace", "mqsim", "ftl=page", qd=8)
     doc["waf"], nhsim.flatten(doc)["latency_ns.write.p99"]
 
 Each call runs build/nvme-hybrid-sim (or $NVME_HYBRID_SIM, or sim=PATH) with --json, so a
-result is exactly what the command line gives.  scripts/nhsweep.py runs its Dask tasks through
+result is exactly what the command line gives.  nh/sweep.py runs its Dask tasks through
 replay() too.  Guide and example: docs/python-api.md."""
 import collections
 import concurrent.futures
@@ -18,7 +18,9 @@ import subprocess
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Part of this module's API (nhsim.flatten, nhsim.simulator), kept where the package keeps them.
+from nh.paths import simulator  # noqa: F401
+from nh.stats import flatten
 
 log = logging.getLogger("nhsim")
 
@@ -30,13 +32,6 @@ class SimError(Exception):
     def __init__(self, message, returncode, argv):
         super().__init__(message)
         self.message, self.returncode, self.argv = message, returncode, argv
-
-
-def simulator(sim=None):
-    """The simulator's path: @sim, else $NVME_HYBRID_SIM, else build/nvme-hybrid-sim of this
-    checkout."""
-    return sim or os.environ.get("NVME_HYBRID_SIM") or os.path.join(REPO, "build",
-                                                                    "nvme-hybrid-sim")
 
 
 # The simulator's options that a replay may set, by their command-line names: each maps a value
@@ -140,21 +135,6 @@ def check_properties(device, *, sim=None):
         message = r.stderr.strip() or "exit status %d" % r.returncode
         if r.returncode != 0 and empty.name not in message.splitlines()[0]:
             raise SimError(message, r.returncode, argv)
-
-
-def flatten(doc, prefix=""):
-    """A statistics document as one level: {"a": {"b": 1}} -> {"a.b": 1}; lists become JSON
-    text.  The keys are those of docs/statistics.md."""
-    flat = {}
-    for k, v in doc.items():
-        key = prefix + str(k)
-        if isinstance(v, dict):
-            flat.update(flatten(v, key + "."))
-        elif isinstance(v, list):
-            flat[key] = json.dumps(v)
-        else:
-            flat[key] = v
-    return flat
 
 
 def row(doc, **labels):

@@ -10,10 +10,10 @@ import signal
 import subprocess
 import sys
 
-import nhversion
+from nh import version as nhversion
+from nh.paths import BUILD, REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GUEST_DIR = os.path.join(REPO, "build", "guest")
+GUEST_DIR = os.path.join(BUILD, "guest")
 # The files of a guest directory (guest-images/build writes them).
 GUEST_FILES = ("vmlinux", "initrd.img", "rootfs.ext4")
 
@@ -25,8 +25,9 @@ GUEST_FILES = ("vmlinux", "initrd.img", "rootfs.ext4")
 # wall time.
 DEFAULT_ICOUNT_SHIFT = 0
 
-# The device's id and serial; its QOM path is /machine/peripheral/nvh0.
+# The device's id and serial, and so its QOM path, where QMP clients read its properties.
 NVME_ID = "nvh0"
+QOM_PATH = "/machine/peripheral/" + NVME_ID
 
 
 class Error(Exception):

@@ -1,7 +1,7 @@
 """Run the calling script with build/venv's Python, where ./configure installed the
 Python packages our tools use (Dask, pandas, pyarrow, matplotlib, textual).
 
-    import nhvenv; nhvenv.ensure()      # first thing in a script, before those imports
+    from nh import venv; venv.ensure()      # first thing in a script, before those imports
 
 re-executes the script with build/venv/bin/python3 when it runs under another interpreter.
 $NVME_HYBRID_PYTHON names another interpreter that has the packages (for example a Dask
@@ -9,8 +9,9 @@ cluster's environment)."""
 import os
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VENV_PYTHON = os.path.join(REPO, "build", "venv", "bin", "python3")
+from nh.paths import BUILD
+
+VENV_PYTHON = os.path.join(BUILD, "venv", "bin", "python3")
 
 
 def ensure(modules=("dask", "distributed", "pandas", "pyarrow", "matplotlib")):
