@@ -102,8 +102,8 @@ static JsonObject *obj(JsonObject *o, const char *path)
     return o;
 }
 
-/* A size in the largest binary unit it reaches, KiB at least: "256 MiB", "1.5 GiB" (scripts/
- * nhtable.py's size_text prints the same). */
+/* A size in the largest binary unit it reaches, KiB at least: "256 MiB", "1.5 GiB"
+ * (scripts/nh/table.py's size_text prints the same). */
 static char *size_text(uint64_t bytes)
 {
     static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
@@ -205,8 +205,9 @@ static void print_buffer(JsonObject *cfg, JsonObject *host, JsonObject *buf, Jso
 #undef I
 }
 
-/* The table: every line but the replay's wall time comes from the document, and scripts/
- * nhtable.py prints the same lines from it (tests/scripts/test_table.py holds them equal). */
+/* The table: every line but the replay's wall time comes from the document, and
+ * scripts/nh/table.py prints the same lines from it (tests/scripts/test_table.py holds them
+ * equal). */
 static void print_table(const char *stats, double wall_s)
 {
     JsonParser *p = json_parser_new();
