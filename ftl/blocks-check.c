@@ -74,10 +74,7 @@ char *nh_blocks_check(NhBlocks *b)
     }
     for (uint32_t pu = 0; pu < b->npu && !err; pu++) {
         NhPlane *p = &b->pu[pu];
-        uint32_t unopened = 0;
-        for (uint32_t f = b->s.nfront - b->s.reserved; f < b->s.nfront; f++) {
-            unopened += p->open[f] == NH_NONE;
-        }
+        uint32_t unopened = nh_blocks_unopened(b, p);
         if (p->nkept > unopened) {
             err = g_strdup_printf("plane %u keeps %u blocks for %u reserved frontiers not open",
                                   pu, p->nkept, unopened);

@@ -714,19 +714,26 @@ bool nh_map_load(NhBlocks *b, NhReader *r, uint32_t *fwd, uint64_t *touched, uin
     return true;
 }
 
+uint32_t nh_blocks_unopened(const NhBlocks *b, const NhPlane *p)
+{
+    uint32_t n = 0;
+
+    for (uint32_t f = b->s.nfront - b->s.reserved; f < b->s.nfront; f++) {
+        n += p->open[f] == NH_NONE;
+    }
+    return n;
+}
+
 void nh_blocks_load_done(NhBlocks *b)
 {
     uint64_t nblocks = (uint64_t)b->npu * b->blocks;
 
     for (uint32_t i = 0; i < b->npu; i++) {
         NhPlane *p = &b->pu[i];
-        uint32_t unopened = 0;
+        uint32_t unopened = nh_blocks_unopened(b, p);
 
         p->nfree = 0;
         p->nkept = 0;
-        for (uint32_t f = b->s.nfront - b->s.reserved; f < b->s.nfront; f++) {
-            unopened += p->open[f] == NH_NONE;
-        }
         /* kept for the reserved frontiers without an open block: the plane's last free
          * blocks, as a new device keeps its last blocks */
         for (uint32_t k = b->blocks; k-- > 0 && p->nkept < unopened;) {

@@ -49,7 +49,6 @@ typedef struct NhPlane {
     uint32_t  open[NH_MAX_FRONT];   /* frontier blocks, NH_NONE when not open */
     uint32_t *kept;         /* free blocks kept for reserved frontiers without an open block */
     uint32_t  nkept;
-    uint32_t  unopened;     /* reserved frontiers without an open block: free blocks kept */
     uint32_t  erases;       /* since the last static wear-levelling check */
     bool      bg;           /* background GC active */
 } NhPlane;
@@ -115,6 +114,8 @@ typedef struct NhBlocks {
  */
 uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t npu,
                              uint32_t held, uint32_t reserve, uint32_t reserved);
+/* How many of @b's reserved frontiers have no open block in @p: the blocks @p keeps at most. */
+uint32_t nh_blocks_unopened(const NhBlocks *b, const NhPlane *p);
 bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, GError **errp);
 void nh_blocks_destroy(NhBlocks *b);
 
