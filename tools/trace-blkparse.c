@@ -1,7 +1,6 @@
 /* trace-blkparse.c - blkparse's text output of a blktrace capture (trace-format.h). */
 #include "trace-format.h"
 
-
 /*
  * blkparse's default text output: "maj,min cpu seq secs.nsecs pid action rwbs [sector + n]
  * [process]".  Only D events (issued to the device) are replayed, one request each: RWBS with

@@ -2,7 +2,6 @@
  * (trace-format.h). */
 #include "trace-format.h"
 
-
 /*
  * CloudPhysics CSV (libCacheSim): version,time,op,size,lbn with a header line; time in seconds,
  * op the SCSI opcode in hex (28 READ(10), 2a WRITE(10), also 08/0a/88/8a), size in bytes, lbn in

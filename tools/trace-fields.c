@@ -35,6 +35,20 @@ const char *trace_range_why(NhTraceParse *t, uint64_t offset, uint64_t length, c
            : trace_whyf(t, "%s + %s ends beyond 2^64 bytes", off, len);
 }
 
+int trace_lba_range(NhTraceParse *t, uint64_t lba, uint64_t n, NhTraceRec *rec, const char **why)
+{
+    if (n == 0) {
+        *why = "sectors must be at least 1";
+        return -1;
+    }
+    if ((*why = trace_sectors_why(t, "lba", lba)) || (*why = trace_sectors_why(t, "sectors", n))) {
+        return -1;
+    }
+    rec->offset = lba * 512;
+    rec->length = n * 512;
+    return 1;
+}
+
 /* Split at blanks (@csv false) or commas; returns the field count, max + 1 if there are more. */
 int trace_split(char *p, bool csv, char **fields, int max)
 {

@@ -1,7 +1,6 @@
 /* trace-fio.c - fio's iolog, versions 2 and 3 (trace-format.h). */
 #include "trace-format.h"
 
-
 /*
  * fio's iolog (--write_iolog): a header "fio version 2 iolog" or "fio version 3 iolog", then
  * "[usecs] file action [offset length]" lines, usecs since the start in version 3 only.

@@ -1,7 +1,6 @@
 /* trace-fiu.c - FIU's SRCMap traces (trace-format.h). */
 #include "trace-format.h"
 
-
 /*
  * FIU (SNIA IOTTA, Koller and Rangaswami): ts_ns pid process lba size W|R major minor [md5];
  * lba and size in 512 B sectors.  Device numbers are folded into one address space.
@@ -29,16 +28,9 @@ int trace_parse_fiu(NhTraceParse *tr, char *line, NhTraceRec *rec, const char **
         *why = "the operation must be W or R";
         return -1;
     }
-    if (n == 0) {
-        *why = "sectors must be at least 1";
-        return -1;
-    }
-    if ((*why = trace_sectors_why(tr, "lba", lba)) ||
-        (*why = trace_sectors_why(tr, "sectors", n))) {
+    if (trace_lba_range(tr, lba, n, rec, why) < 0) {
         return -1;
     }
     rec->time_ns = ts;
-    rec->offset = lba * 512;
-    rec->length = n * 512;
     return 1;
 }

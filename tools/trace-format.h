@@ -47,6 +47,9 @@ const char *trace_sectors_why(NhTraceParse *t, const char *name, uint64_t v);
  * bytes, with the format's names @off and @len for the fields; NULL if it is not. */
 const char *trace_range_why(NhTraceParse *t, uint64_t offset, uint64_t length, const char *off,
                             const char *len);
+/* @n sectors at sector @lba (fields "lba" and "sectors", as mqsim and FIU name them) into @rec's
+ * offset and length: 1, or -1 with *why set when @n is 0 or either is out of range. */
+int trace_lba_range(NhTraceParse *t, uint64_t lba, uint64_t n, NhTraceRec *rec, const char **why);
 /* Split at blanks (@csv false) or commas; returns the field count, max + 1 if there are more. */
 int trace_split(char *p, bool csv, char **fields, int max);
 /* Seconds with an optional fraction of up to 9 digits ("12", "0.551706"), exactly, in ns. */

@@ -79,18 +79,11 @@ int trace_parse_mqsim(NhTraceParse *tr, char *line, NhTraceRec *rec, const char 
         *why = "type must be 0 (write) or 1 (read)";
         return -1;
     }
-    if (n == 0) {
-        *why = "sectors must be at least 1";
-        return -1;
-    }
-    if ((*why = trace_sectors_why(tr, "lba", lba)) ||
-        (*why = trace_sectors_why(tr, "sectors", n))) {
+    if (trace_lba_range(tr, lba, n, rec, why) < 0) {
         return -1;
     }
     rec->time_ns = t;
     rec->op = type ? NH_OP_READ : NH_OP_WRITE;
-    rec->offset = lba * 512;
-    rec->length = n * 512;
     rec->stream = (uint16_t)stream;
     return 1;
 }
