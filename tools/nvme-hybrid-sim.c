@@ -716,6 +716,28 @@ static void warn_backwards(const Scan *scan)
     }
 }
 
+/*
+ * The engine of the replay.  With no --capacity (nor one --fit found) the highest byte the trace
+ * touches sets the capacity, rounded up to a GiB unless that passes 2^64 (the engine refuses
+ * such a size).
+ */
+static NhEngine *engine_for(const NhConfig *cfg, uint64_t *capacity, uint64_t max_end, GError **err)
+{
+    NhEngine *eng;
+
+    if (*capacity) {
+        return nh_engine_new(cfg, *capacity, err);
+    }
+    *capacity = max_end > UINT64_MAX - ((1ull << 30) - 1) ? max_end
+                : MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
+    eng = nh_engine_new(cfg, *capacity, err);
+    if (!eng) {
+        g_prefix_error(err, "the highest byte the trace touches sets the capacity "
+                       "(--capacity or --fit set another): ");
+    }
+    return eng;
+}
+
 int main(int argc, char **argv)
 {
     GOptionContext *ctx = g_option_context_new("- replay a block trace through the SSD engine");
@@ -724,7 +746,7 @@ int main(int argc, char **argv)
     NhTrace *tr;
     Scan scan;
     NhEngine *eng;
-    uint64_t capacity = 0, max_end = 0, nreq = 0, base = 0, end_time = 0;
+    uint64_t capacity = 0, nreq = 0, base = 0, end_time = 0;
     uint64_t nbad;
     const char *bad_line;
     char *first_bad;
@@ -765,7 +787,6 @@ int main(int argc, char **argv)
         return fail(err);
     }
     nreq = scan.nreq;
-    max_end = scan.max_end;
     warn_backwards(&scan);
     nbad = nh_trace_bad_lines(tr, &bad_line);
     first_bad = g_strdup(bad_line);
@@ -776,18 +797,7 @@ int main(int argc, char **argv)
     if (fit && !nh_fit_finish(fit, &capacity, &err)) {
         return fail(err);
     }
-    if (!capacity) {
-        /* rounded up to a GiB unless that passes 2^64 (the engine refuses such a size) */
-        capacity = max_end > UINT64_MAX - ((1ull << 30) - 1) ? max_end
-                   : MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
-        eng = nh_engine_new(&cfg, capacity, &err);
-        if (!eng) {
-            g_prefix_error(&err, "the highest byte the trace touches sets the capacity "
-                           "(--capacity or --fit set another): ");
-        }
-    } else {
-        eng = nh_engine_new(&cfg, capacity, &err);
-    }
+    eng = engine_for(&cfg, &capacity, scan.max_end, &err);
     if (!eng || !nh_trace_rewind(tr, &err)) {
         return fail(err);
     }

@@ -5,7 +5,8 @@
  * not yet made relative), an operation, and a byte range (empty for a flush).  A malformed line
  * is an error naming the file and line, or with nh_trace_skip_bad() is counted and passed over;
  * comment and blank lines are skipped.  Formats are listed in nh_trace_formats; each is one
- * parse function (field mappings: docs/simulator.md).
+ * parse function in the file of its family, tools/trace-*.c, behind trace-format.h (field
+ * mappings: docs/simulator.md).
  */
 #ifndef NH_TRACE_H
 #define NH_TRACE_H

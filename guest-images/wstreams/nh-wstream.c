@@ -171,6 +171,24 @@ static void queue_write(struct ring *r, int fd, const void *buf, uint32_t len, u
     __atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
 }
 
+/* One block of random bytes, written again and again: aligned for O_DIRECT. */
+static void *random_buffer(uint64_t bs)
+{
+    void *buf;
+
+    if (posix_memalign(&buf, 4096, bs)) {
+        die(1, "out of memory for a %" PRIu64 "-byte buffer", bs);
+    }
+    for (uint64_t n = 0; n < bs; ) {
+        ssize_t got = getrandom((char *)buf + n, bs - n, 0);
+        if (got < 0) {
+            die(1, "getrandom: %s", strerror(errno));
+        }
+        n += got;
+    }
+    return buf;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t bs = 4096, off, size, devsize, first_bad = UINT64_MAX;
@@ -220,16 +238,7 @@ int main(int argc, char **argv)
         die(2, "%" PRIu64 " bytes at %" PRIu64 " go beyond %s's %" PRIu64 " bytes", size, off,
             dev, devsize);
     }
-    if (posix_memalign(&buf, 4096, bs)) {
-        die(1, "out of memory for a %" PRIu64 "-byte buffer", bs);
-    }
-    for (uint64_t n = 0; n < bs; ) {
-        ssize_t got = getrandom((char *)buf + n, bs - n, 0);
-        if (got < 0) {
-            die(1, "getrandom: %s", strerror(errno));
-        }
-        n += got;
-    }
+    buf = random_buffer(bs);
 
     ring_setup(&r, DEPTH);
     for (uint64_t at = off; at < off + size && first_bad == UINT64_MAX; ) {

@@ -5,6 +5,9 @@ import os
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(REPO, "scripts")
 BUILD = os.path.join(REPO, "build")
+# What the campaigns run inside a guest: copied into its --share directory (/mnt/share) each run,
+# not built into an image.
+WORKLOADS = os.path.join(REPO, "guest-images", "workloads")
 # The trace simulator as `ninja -C build` makes it.
 SIM = os.path.join(BUILD, "nvme-hybrid-sim")
 

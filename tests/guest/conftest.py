@@ -21,6 +21,7 @@ VM_EXEC = os.path.join(REPO, "scripts", "vm-exec")
 
 # The serial number is set by vm-exec, not by us: read it from the same module
 # so the identify test follows it if it changes.
+from nh import stats as nhstats  # noqa: E402
 from nh import vm as nhvm  # noqa: E402
 
 # vm-exec gives the controller an id (its QOM path under /machine/peripheral)
@@ -179,17 +180,11 @@ def smart(share, name):
     return {k: int(v) if isinstance(v, str) and v.isdigit() else v for k, v in s.items()}
 
 
-def counters(doc, prefix=""):
-    """Flatten the integer counters of a stats document to {"a.b": n}.
+def counters(doc):
+    """The integer counters of a stats document as {"a.b": n}.
     Used to compare two documents and to take deltas."""
-    flat = {}
-    for k, v in doc.items():
-        key = prefix + k
-        if isinstance(v, dict):
-            flat.update(counters(v, key + "."))
-        elif isinstance(v, int) and not isinstance(v, bool):
-            flat[key] = v
-    return flat
+    return {k: v for k, v in nhstats.flatten(doc).items()
+            if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def delta(after, before):

@@ -52,9 +52,10 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, check, counters, delta, load_json, stats, vm
+from conftest import check, counters, delta, load_json, stats, vm
+from nh import paths
 
-SIM = os.path.join(REPO, "build", "nvme-hybrid-sim")
+SIM = paths.simulator()
 SIZE = 64 << 20
 PAGE = 4096
 

@@ -64,7 +64,7 @@ def test_db_guest_benchmarks(monkeypatch, tmp_path, wal):
     on_window = wal == "window"
     script = BENCH % {"wal": "--wal" if on_window else "",
                       "rocks_env": ROCKS_WAL_ENV if on_window else ""}
-    shutil.copytree(os.path.join(REPO, "scripts", "linkbench"), tmp_path / "linkbench")
+    shutil.copytree(os.path.join(REPO, "guest-images", "workloads", "linkbench"), tmp_path / "linkbench")
     status, out = vm(script, size="1G", timeout=400, share=tmp_path)
     check(status, out, "the three benchmarks")
     _check_benchmarks(out)

@@ -3,17 +3,14 @@ the tables and JSON of a run on a tiny device (MQSim is not needed)."""
 import json
 import os
 import subprocess
-import importlib.machinery
-import importlib.util
 
 import pytest
 
 from helpers import REPO, SIM
+from nh.fidelity.device import bound
+from nh.fidelity.ours import label, list_keys
 
 SCRIPT = os.path.join(REPO, "scripts", "bench-fidelity-sim")
-_loader = importlib.machinery.SourceFileLoader("bench_fidelity_sim", SCRIPT)
-bfs = importlib.util.module_from_spec(importlib.util.spec_from_loader(_loader.name, _loader))
-_loader.exec_module(bfs)
 
 T_R, T_P, T_E, T_X = 25000, 200000, 1500000, 4096
 
@@ -27,7 +24,7 @@ def c(**kw):
 
 def test_bound_waf1():
     """No GC: each die spends tPROG + t_xfer per host page, so dies / that."""
-    b = bfs.bound(c(), T_R, T_P, T_E, T_X, ndies=32, nchannels=8)
+    b = bound(c(), T_R, T_P, T_E, T_X, ndies=32, nchannels=8)
     assert b["waf"] == 1.0
     assert b["die_ns_per_write_page"] == T_P + T_X
     assert b["die_bound_iops"] == pytest.approx(32e9 / (T_P + T_X), rel=1e-12)
@@ -38,7 +35,7 @@ def test_bound_waf1():
 def test_bound_with_gc():
     """WAF 2.5, one erase per 100 host pages: tPROG + t_xfer + 1.5 (tR + tPROG + 2 t_xfer)
     + 0.01 tBERS per host page."""
-    b = bfs.bound(c(page_reads=150, read_ops=150, page_programs=250, program_ops=250, erases=1),
+    b = bound(c(page_reads=150, read_ops=150, page_programs=250, program_ops=250, erases=1),
                   T_R, T_P, T_E, T_X, ndies=32, nchannels=8)
     per_page = T_P + T_X + 1.5 * (T_R + T_P + 2 * T_X) + 0.01 * T_E
     assert b["waf"] == 2.5
@@ -50,9 +47,9 @@ def test_bound_with_gc():
 def test_bound_multiplane_and_channel():
     """Two planes programmed in one operation: one tPROG for two pages, two transfers; and a
     slow bus makes the channel the limit."""
-    b = bfs.bound(c(program_ops=50), T_R, T_P, T_E, T_X, ndies=4, nchannels=1)
+    b = bound(c(program_ops=50), T_R, T_P, T_E, T_X, ndies=4, nchannels=1)
     assert b["die_ns_per_request"] == (50 * T_P + 100 * T_X) / 100
-    slow = bfs.bound(c(), T_R, 1000, T_E, 100000, ndies=32, nchannels=1)
+    slow = bound(c(), T_R, 1000, T_E, 100000, ndies=32, nchannels=1)
     assert slow["limit"] == "channel"
     assert slow["bound_iops"] == pytest.approx(1e9 / 100000, rel=1e-12)
 
@@ -78,10 +75,10 @@ def test_fresh_device_meets_the_bound(tmp_path):
     cfg = res["config"]
     assert cfg["dies"] == 4 and cfg["logical_pages"] == 6144 and cfg["requests"] == 2000
     runs = res["workloads"]["write"]["ours"]
-    keys = bfs.list_keys(SIM)
+    keys = list_keys(SIM)
     scheds = ["fcfs", "prio"] if "sched" in keys else [None]
     allocs = ["static", "dynamic"] if "alloc" in keys else [None]
-    assert list(runs) == [bfs.label(s, a) for s in scheds for a in allocs
+    assert list(runs) == [label(s, a) for s in scheds for a in allocs
                           if a != "dynamic" or s == "prio"]
     t_x = 4096 * 1000 // 1000
     for r in runs.values():

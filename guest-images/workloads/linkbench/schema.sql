@@ -1,5 +1,5 @@
 -- The Linkbench-like graph of scripts/bench-dblog's "linkbench" engine, loaded into the
--- database linkdb by psql -v maxid=N (scripts/dblog-bench-guest.py).  LinkBench's MySQL schema
+-- database linkdb by psql -v maxid=N (dblog-bench-guest.py beside this folder).  LinkBench's MySQL schema
 -- (nodes, links with their id1_type index, per-node link counts), its link types (2) and median
 -- payloads (nodes 128 bytes, links 8), on PostgreSQL; the transactions are the other files here.
 --

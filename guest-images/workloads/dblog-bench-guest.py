@@ -13,7 +13,7 @@ the modes rotates from one repetition to the next) and, in each mode, each clien
 
 Workloads: pgbench -N (simple update: at scale 1 the TPC-B-like branch update serializes every
 client on one row) for --duration seconds; "linkbench": PostgreSQL again, LinkBench's operation
-mix on a graph of --linkbench-nodes nodes (scripts/linkbench/, loaded at the start), for
+mix on a graph of --linkbench-nodes nodes (linkbench/ beside this script, loaded at the start), for
 --duration seconds, its commit latency that of the write transactions; db_bench
 readrandomwriterandom (YCSB-A-like: 50% reads, 50% updates of 64-byte values) on a database
 filled at the start, for --duration seconds;
