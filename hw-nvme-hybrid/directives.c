@@ -78,6 +78,9 @@ void nhc_dir_realize(NhcCtrl *n)
         d->ns[i].open = g_new0(NhcStream, MAX(d->msl, 1));
     }
     n->dir = d;
+    if (!n->fdp) {
+        n->write_hooks.place = nhc_io_write_stream;
+    }
 }
 
 void nhc_dir_free(NhcDirectives *d)

@@ -505,7 +505,7 @@ static uint32_t nhc_process_sq(NhcSQ *sq, uint32_t burst)
         trace_nhc_cmd_fetch(sq->sqid, le16_to_cpu(req->cmd.cid), req->cmd.opcode,
                             le32_to_cpu(req->cmd.nsid));
 
-        status = sq->sqid ? nhc_io_dispatch(n, req) : nhc_admin_dispatch(n, req);
+        status = nhc_dispatch(n, req);
         if (status != NHC_ASYNC) {
             req->status = status;
             nhc_req_complete(req);
