@@ -264,7 +264,7 @@ static void nhc_ba_start(NhcCtrl *n, NhcReq *req)
 {
     uint32_t eid = nhc_ba_eid(req);
     uint64_t off, slba, nlb;
-    const NhBaEntry *e;
+    NhBaEntry e;
 
     if (req->cmd.opcode == NHC_ADM_BA_PIN) {
         nhc_ba_pin_args(req, &off, &slba, &nlb);
@@ -277,8 +277,8 @@ static void nhc_ba_start(NhcCtrl *n, NhcReq *req)
         nhc_req_io_done(req);
         return;
     }
-    e = &n->bar1.ba->table[eid];
-    nhc_ba_move(n, req, true, e->offset, e->slba, e->nlb << n->lba_shift);
+    e = nh_ba_entry(n->bar1.ba, eid);
+    nhc_ba_move(n, req, true, e.offset, e.slba, e.nlb << n->lba_shift);
 }
 
 /*
@@ -430,19 +430,19 @@ uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req)
 {
     uint32_t eid = nhc_ba_eid(req);
     const NhBa *ba = n->bar1.ba;
-    const NhBaEntry *e;
     NhBaEntryInfo info;
+    NhBaEntry e;
 
     if (eid >= ba->entries) {
         return NHC_ERR(NHC_SC_BA_INVALID_ENTRY);
     }
-    e = &ba->table[eid];
+    e = nh_ba_entry(ba, eid);
     info = (NhBaEntryInfo) {
-        .eid = cpu_to_le16(eid), .state = e->state, .restore = ba->restore,
-        .entries = cpu_to_le32(ba->entries), .offset = cpu_to_le64(e->offset),
-        .slba = cpu_to_le64(e->slba), .nlb = cpu_to_le64(e->nlb),
-        .length = cpu_to_le64(e->nlb << n->lba_shift), .window_size = cpu_to_le64(ba->size),
-        .lba_size = cpu_to_le32(n->lba_size), .dumps = cpu_to_le32(ba->hdr->dumps),
+        .eid = cpu_to_le16(eid), .state = e.state, .restore = ba->restore,
+        .entries = cpu_to_le32(ba->entries), .offset = cpu_to_le64(e.offset),
+        .slba = cpu_to_le64(e.slba), .nlb = cpu_to_le64(e.nlb),
+        .length = cpu_to_le64(e.nlb << n->lba_shift), .window_size = cpu_to_le64(ba->size),
+        .lba_size = cpu_to_le32(n->lba_size), .dumps = cpu_to_le32(nh_ba_dumps(ba)),
         .dump_ns = cpu_to_le64(n->bar1.dump_ns),
     };
     return nhc_dma_to_host(n, &info, sizeof(info), &req->cmd);
@@ -468,12 +468,12 @@ uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req)
 {
     uint64_t off = le32_to_cpu(req->cmd.cdw11);
     uint64_t len = le32_to_cpu(req->cmd.cdw12);
-    const NhBaEntry *e = &n->bar1.ba->table[nhc_ba_eid(req)];
+    NhBaEntry e = nh_ba_entry(n->bar1.ba, nhc_ba_eid(req));
 
-    if (off > e->nlb << n->lba_shift || len > (e->nlb << n->lba_shift) - off) {
+    if (off > e.nlb << n->lba_shift || len > (e.nlb << n->lba_shift) - off) {
         return NHC_ERR(NHC_SC_BA_WINDOW_RANGE);
     }
-    return nhc_dma_to_host(n, n->bar1.ba->window + e->offset + off, len, &req->cmd);
+    return nhc_dma_to_host(n, n->bar1.ba->window + e.offset + off, len, &req->cmd);
 }
 
 /* Is a BA_PIN admitted and not finished for LBAs overlapping [slba, slba + nlb)? */

@@ -47,8 +47,8 @@ typedef struct NhBa {
     uint8_t    *map;            /* the whole file (or anonymous memory) */
     size_t      map_len;
     int         fd;             /* -1: volatile, nothing survives */
-    NhBaHeader *hdr;
-    NhBaEntry  *table;
+    NhBaHeader *hdr;            /* the file's bytes, little endian: read through */
+    NhBaEntry  *table;          /* nh_ba_entry and nh_ba_dumps */
     uint8_t    *window;
     uint64_t    size;
     uint32_t    entries;
@@ -90,6 +90,10 @@ void nh_ba_pin(NhBa *ba, uint32_t eid, uint64_t offset, uint64_t slba, uint64_t 
 void nh_ba_release(NhBa *ba, uint32_t eid);
 /* NH_BA_OK when @eid names a pinned entry. */
 NhBaErr nh_ba_check_entry(const NhBa *ba, uint32_t eid);
+/* Entry @eid (below entries) in host byte order. */
+NhBaEntry nh_ba_entry(const NhBa *ba, uint32_t eid);
+/* Completed dumps over the file's life. */
+uint64_t nh_ba_dumps(const NhBa *ba);
 /* Does [slba, slba+nlb) touch LBAs that a pinned entry holds? */
 bool nh_ba_lbas_pinned(const NhBa *ba, uint64_t slba, uint64_t nlb);
 

@@ -8,10 +8,10 @@
  * (guest-images/tools/nvme-hybrid-stats, the power-cut campaign's guest script) are checked
  * against this file by tests/qtest/test_vendor_layout.py.
  *
- * Byte order: every multi-byte field, on the wire and in the file, is little endian.  The
- * wire structs are filled and read with explicit conversions (cpu_to_le / le*toh).  The
- * window file is a shared mapping the device uses in place (ba-manager.c), which therefore
- * builds only where the host is little endian, and says so with a static assertion.
+ * Byte order: every multi-byte field, on the wire and in the file, is little endian, and is
+ * converted explicitly where it is written and read (cpu_to_le* in the device, le*toh in
+ * libba, GUINT*_TO_LE in ba-manager.c, which uses the window file's header and table in place
+ * in its shared mapping), so both sides work whatever the host's byte order.
  *
  * Every struct here has its size and field offsets asserted below: a change to one is a
  * change of format, made here, for both sides at once.
