@@ -344,10 +344,10 @@ static GByteArray *nhc_vendor_log(NhcCtrl *n)
     uint32_t len = strlen(json);
     GByteArray *buf = g_byte_array_sized_new(sizeof(NhStatsLogHeader) + len);
     NhStatsLogHeader hdr = {
-        .magic = NH_STATS_MAGIC, .version = cpu_to_le32(NH_STATS_VERSION),
-        .json_len = cpu_to_le32(len),
+        .version = cpu_to_le32(NH_STATS_VERSION), .json_len = cpu_to_le32(len),
     };
 
+    memcpy(hdr.magic, NH_STATS_MAGIC, sizeof(hdr.magic));
     g_byte_array_append(buf, (uint8_t *)&hdr, sizeof(hdr));
     g_byte_array_append(buf, (uint8_t *)json, len);
     return buf;
