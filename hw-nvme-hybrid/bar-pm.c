@@ -346,11 +346,8 @@ static bool nhc_ba_write_ended(NhcCtrl *n, NhcReq *req)
 /* @req has ended (completed or aborted): a BA command leaves the list, and what waited for it
  * (a command of its entry, a BA_PIN waiting for its writes) may start.  Other requests end
  * without a pass over the list unless they free a waiting pin. */
-void nhc_ba_req_ended(NhcCtrl *n, NhcReq *req)
+static void nhc_ba_req_ended(NhcCtrl *n, NhcReq *req)
 {
-    if (!n->bar1.ops) {
-        return;
-    }
     if (g_ptr_array_remove(n->bar1.ops, req) || (req->lba_hi && nhc_ba_write_ended(n, req))) {
         nhc_ba_kick(n);
     }
@@ -600,9 +597,10 @@ bool nhc_ba_realize(NhcCtrl *n, Error **errp)
                      PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH, &n->bar1.bar);
     NVME_CAP_SET_PMRS(n->cap, 1);
     nhc_ba_persist_init(n);
-    n->write_hooks.admit = nhc_ba_check_write;
 
     n->bar1.ops = g_ptr_array_new();
+    n->write_hooks.admit = nhc_ba_check_write;
+    n->write_hooks.ended = nhc_ba_req_ended;
     n->bar1.exit_notifier.notify = nhc_ba_exit_notify;
     qemu_add_exit_notifier(&n->bar1.exit_notifier);
     return true;
@@ -629,4 +627,6 @@ void nhc_ba_exit(NhcCtrl *n)
     nh_ba_close(n->bar1.ba);
     n->bar1.ba = NULL;
     g_clear_pointer(&n->bar1.ops, g_ptr_array_unref);
+    n->write_hooks.admit = NULL;
+    n->write_hooks.ended = NULL;
 }

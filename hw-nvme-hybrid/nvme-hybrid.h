@@ -133,6 +133,9 @@ typedef struct NhcWriteHooks {
     void     (*durable)(NhcCtrl *n, uint64_t slba, uint64_t nlb);
     /* The volatile buffer was drained: every write so far is durable. */
     void     (*flushed)(NhcCtrl *n);
+    /* A request has ended, completed or aborted (queues.c): a write that a BA_PIN waits for
+     * (req->lba_hi set), or a BA command the window orders others behind (bar-pm.c). */
+    void     (*ended)(NhcCtrl *n, NhcReq *req);
 } NhcWriteHooks;
 
 typedef struct NhcUndo NhcUndo;
@@ -481,7 +484,6 @@ void nhc_ba_init_regs(NhcCtrl *n);
 uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off);
 void nhc_ba_write_pmrctl(NhcCtrl *n, uint32_t val);
 bool nhc_ba_dma_hits_window(NhcCtrl *n, QEMUSGList *qsg);
-void nhc_ba_req_ended(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_pin(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req);
 uint64_t nhc_ba_entry_info_len(NhcCtrl *n, NhcReq *req);

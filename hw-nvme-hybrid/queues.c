@@ -232,7 +232,9 @@ static void nhc_req_release(NhcReq *req)
     if (req->qsg.sg) {
         qemu_sglist_destroy(&req->qsg);
     }
-    nhc_ba_req_ended(n, req);
+    if (n->write_hooks.ended) {
+        n->write_hooks.ended(n, req);
+    }
 }
 
 static void nhc_sq_free_if_done(NhcSQ *sq);

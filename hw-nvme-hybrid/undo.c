@@ -226,6 +226,10 @@ void nhc_undo_free(NhcCtrl *n)
         g_hash_table_destroy(n->undo->lbas);
         g_clear_pointer(&n->undo, g_free);
     }
+    n->write_hooks.buffered = NULL;
+    n->write_hooks.issue = NULL;
+    n->write_hooks.durable = NULL;
+    n->write_hooks.flushed = NULL;
 }
 
 /* A lost buffered write: its sectors fall back to the bytes they held before it (kept above, or
