@@ -4,7 +4,7 @@ The header is compiled here and asked for its sizes, offsets and constants;
 the places that restate them without including it are held to them: the
 guest's Python mirror of libba's ba_info (the power-cut campaign's guest
 script), the statistics tool's header of log page C0h, the qtests' own
-decoder of BA_GET_ENTRY_INFO, the crash-point campaign's opcodes.  The
+decoder of BA_GET_ENTRY_INFO, the BA_* opcodes wherever Python restates them.  The
 device's reply is decoded by the header's offsets too."""
 
 import ctypes
@@ -142,13 +142,27 @@ def test_stats_tool_header(layout):
     assert tool.LAYOUT_VERSION == layout["NH_STATS_VERSION"]
 
 
-def test_crashpoints_opcodes(layout):
-    text = open(os.path.join(ROOT, "scripts", "crashpoints")).read()
-    m = re.search(r"^BA_PIN, BA_INFO, BA_SYNC, BA_READ_DMA, BA_FLUSH = (.*)$", text, re.M)
-    assert m, "scripts/crashpoints names the BA_* opcodes on one line"
-    assert [int(x, 16) for x in m.group(1).split(",")] == [
-        layout[k] for k in ("NH_BA_OP_PIN", "NH_BA_OP_GET_ENTRY_INFO", "NH_BA_OP_SYNC",
-                            "NH_BA_OP_READ_DMA", "NH_BA_OP_FLUSH")]
+OPCODE_LINE = re.compile(r"^BA_PIN, BA_INFO, BA_SYNC, BA_READ_DMA, BA_FLUSH = (.*)$", re.M)
+
+
+def test_opcodes_where_restated(layout):
+    """Every Python file that names the five BA_* opcodes on one line (the
+    crash-point campaign, the qtests) names the header's."""
+    want = [layout[k] for k in ("NH_BA_OP_PIN", "NH_BA_OP_GET_ENTRY_INFO", "NH_BA_OP_SYNC",
+                                "NH_BA_OP_READ_DMA", "NH_BA_OP_FLUSH")]
+    found = []
+    for top in ("scripts", "guest-images", os.path.join("tests", "qtest")):
+        for d, _, files in os.walk(os.path.join(ROOT, top)):
+            for f in files:
+                path = os.path.join(d, f)
+                try:
+                    text = open(path, encoding="utf-8").read()
+                except (UnicodeDecodeError, OSError):
+                    continue
+                for m in OPCODE_LINE.finditer(text):
+                    found.append(os.path.relpath(path, ROOT))
+                    assert [int(x, 16) for x in m.group(1).split(",")] == want, path
+    assert any(p.startswith("scripts") for p in found), found
 
 
 def test_device_reply_by_the_header(layout, vm):
