@@ -13,10 +13,12 @@
 
 #include "ba-manager.h"
 
-/* The file format is little endian and written by memcpy of these structs. */
-G_STATIC_ASSERT(G_BYTE_ORDER == G_LITTLE_ENDIAN);
-G_STATIC_ASSERT(sizeof(NhBaHeader) == 64);
-G_STATIC_ASSERT(sizeof(NhBaEntry) == 32);
+/* The file (nh-vendor.h) is little endian, and its header and table are used in place in the
+ * shared mapping: every field is converted where it is read or written (LE32 and LE64 go
+ * either way: a swap on a big-endian host, nothing on a little-endian one), so the file's
+ * bytes are the same whatever the host. */
+#define LE32(x) GUINT32_TO_LE(x)
+#define LE64(x) GUINT64_TO_LE(x)
 
 double nh_ba_dump_rate(const NhConfig *cfg)
 {
@@ -71,14 +73,14 @@ static uint32_t nh_ba_meta_crc(const NhBa *ba)
     NhBaHeader h = *ba->hdr;
     uLong crc;
 
-    h.meta_crc = 0;
+    h.meta_crc = 0;         /* the checksum is of the file's bytes, in their byte order */
     crc = crc32(0, (const Bytef *)&h, sizeof(h));
     return crc32(crc, (const Bytef *)ba->table, ba->entries * sizeof(NhBaEntry));
 }
 
 static void nh_ba_seal(NhBa *ba)
 {
-    ba->hdr->meta_crc = nh_ba_meta_crc(ba);
+    ba->hdr->meta_crc = LE32(nh_ba_meta_crc(ba));
 }
 
 static uint32_t nh_ba_window_crc(const NhBa *ba)
@@ -97,16 +99,31 @@ static void nh_ba_format(NhBa *ba)
     memset(ba->map, 0, NH_BA_META_SIZE);
     memset(ba->window, 0, ba->size);
     memcpy(ba->hdr->magic, NH_BA_MAGIC, 8);
-    ba->hdr->version = NH_BA_VERSION;
-    ba->hdr->entries = ba->entries;
-    ba->hdr->window_offset = NH_BA_META_SIZE;
-    ba->hdr->window_size = ba->size;
-    ba->hdr->lba_size = ba->lba_size;
-    ba->hdr->state = NH_BA_STATE_RUNNING;
+    ba->hdr->version = LE32(NH_BA_VERSION);
+    ba->hdr->entries = LE32(ba->entries);
+    ba->hdr->window_offset = LE64(NH_BA_META_SIZE);
+    ba->hdr->window_size = LE64(ba->size);
+    ba->hdr->lba_size = LE32(ba->lba_size);
+    ba->hdr->state = LE32(NH_BA_STATE_RUNNING);
     nh_ba_seal(ba);
 }
 
 /* ------------------------------------------------------------------------------ entries */
+
+NhBaEntry nh_ba_entry(const NhBa *ba, uint32_t eid)
+{
+    const NhBaEntry *e = &ba->table[eid];
+
+    return (NhBaEntry) {
+        .state = LE32(e->state), .offset = LE64(e->offset), .slba = LE64(e->slba),
+        .nlb = LE64(e->nlb),
+    };
+}
+
+uint64_t nh_ba_dumps(const NhBa *ba)
+{
+    return LE64(ba->hdr->dumps);
+}
 
 static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 {
@@ -129,12 +146,13 @@ static NhBaErr nh_ba_check_ranges(const NhBa *ba, uint32_t eid, uint64_t offset,
         return NH_BA_ELBA;
     }
     for (uint32_t i = 0; i < ba->entries; i++) {
-        const NhBaEntry *e = &ba->table[i];
-        if (i == eid || e->state != NH_BA_PINNED) {
+        NhBaEntry e = nh_ba_entry(ba, i);
+
+        if (i == eid || e.state != NH_BA_PINNED) {
             continue;
         }
-        if (ranges_overlap(offset, len, e->offset, e->nlb * ba->lba_size) ||
-            ranges_overlap(slba, nlb, e->slba, e->nlb)) {
+        if (ranges_overlap(offset, len, e.offset, e.nlb * ba->lba_size) ||
+            ranges_overlap(slba, nlb, e.slba, e.nlb)) {
             return NH_BA_EOVERLAP;
         }
     }
@@ -147,7 +165,7 @@ NhBaErr nh_ba_check_pin(const NhBa *ba, uint32_t eid, uint64_t offset, uint64_t 
     if (eid >= ba->entries) {
         return NH_BA_EBADEID;
     }
-    if (ba->table[eid].state == NH_BA_PINNED) {
+    if (nh_ba_entry(ba, eid).state == NH_BA_PINNED) {
         return NH_BA_EBUSY;
     }
     return nh_ba_check_ranges(ba, eid, offset, slba, nlb);
@@ -157,10 +175,10 @@ void nh_ba_pin(NhBa *ba, uint32_t eid, uint64_t offset, uint64_t slba, uint64_t 
 {
     NhBaEntry *e = &ba->table[eid];
 
-    e->offset = offset;
-    e->slba = slba;
-    e->nlb = nlb;
-    e->state = NH_BA_PINNED;
+    e->offset = LE64(offset);
+    e->slba = LE64(slba);
+    e->nlb = LE64(nlb);
+    e->state = LE32(NH_BA_PINNED);
     nh_ba_seal(ba);
 }
 
@@ -175,14 +193,15 @@ NhBaErr nh_ba_check_entry(const NhBa *ba, uint32_t eid)
     if (eid >= ba->entries) {
         return NH_BA_EBADEID;
     }
-    return ba->table[eid].state == NH_BA_PINNED ? NH_BA_OK : NH_BA_ENOTPINNED;
+    return nh_ba_entry(ba, eid).state == NH_BA_PINNED ? NH_BA_OK : NH_BA_ENOTPINNED;
 }
 
 bool nh_ba_lbas_pinned(const NhBa *ba, uint64_t slba, uint64_t nlb)
 {
     for (uint32_t i = 0; i < ba->entries; i++) {
-        const NhBaEntry *e = &ba->table[i];
-        if (e->state == NH_BA_PINNED && ranges_overlap(slba, nlb, e->slba, e->nlb)) {
+        NhBaEntry e = nh_ba_entry(ba, i);
+
+        if (e.state == NH_BA_PINNED && ranges_overlap(slba, nlb, e.slba, e.nlb)) {
             return true;
         }
     }
@@ -197,14 +216,14 @@ void nh_ba_dump(NhBa *ba, uint64_t dump_ns)
         return;
     }
     /* DUMPING first: a dump cut short leaves that state behind and is recognised as torn. */
-    ba->hdr->state = NH_BA_STATE_DUMPING;
+    ba->hdr->state = LE32(NH_BA_STATE_DUMPING);
     nh_ba_seal(ba);
     msync(ba->map, NH_BA_TABLE_OFFSET, MS_SYNC);
-    ba->hdr->window_crc = nh_ba_window_crc(ba);
-    ba->hdr->dumps++;
-    ba->hdr->dump_ns = dump_ns;
+    ba->hdr->window_crc = LE32(nh_ba_window_crc(ba));
+    ba->hdr->dumps = LE64(nh_ba_dumps(ba) + 1);
+    ba->hdr->dump_ns = LE64(dump_ns);
     msync(ba->map, ba->map_len, MS_SYNC);
-    ba->hdr->state = NH_BA_STATE_DUMPED;
+    ba->hdr->state = LE32(NH_BA_STATE_DUMPED);
     nh_ba_seal(ba);
     msync(ba->map, NH_BA_TABLE_OFFSET, MS_SYNC);
     ba->dumped = true;
@@ -216,12 +235,13 @@ void nh_ba_dump(NhBa *ba, uint64_t dump_ns)
 static bool nh_ba_table_sane(const NhBa *ba)
 {
     for (uint32_t i = 0; i < ba->entries; i++) {
-        const NhBaEntry *e = &ba->table[i];
-        if (e->state == NH_BA_FREE) {
+        NhBaEntry e = nh_ba_entry(ba, i);
+
+        if (e.state == NH_BA_FREE) {
             continue;
         }
-        if (e->state != NH_BA_PINNED ||
-            nh_ba_check_ranges(ba, i, e->offset, e->slba, e->nlb) != NH_BA_OK) {
+        if (e.state != NH_BA_PINNED ||
+            nh_ba_check_ranges(ba, i, e.offset, e.slba, e.nlb) != NH_BA_OK) {
             return false;
         }
     }
@@ -270,18 +290,18 @@ static const char *nh_ba_damage(NhBa *ba, NhBaRestore *why)
     NhBaHeader *h = ba->hdr;
 
     *why = NH_BA_CORRUPT;
-    if (h->meta_crc != nh_ba_meta_crc(ba)) {
+    if (LE32(h->meta_crc) != nh_ba_meta_crc(ba)) {
         return "header or entry table checksum mismatch";
     }
-    if (h->window_offset != NH_BA_META_SIZE) {
+    if (LE64(h->window_offset) != NH_BA_META_SIZE) {
         return "the header places the window elsewhere than this version does";
     }
     if (!nh_ba_table_sane(ba)) {
         return "entry table describes impossible pins";
     }
-    switch (h->state) {
+    switch (LE32(h->state)) {
     case NH_BA_STATE_DUMPED:
-        return h->window_crc != nh_ba_window_crc(ba) ? "window checksum mismatch" : NULL;
+        return LE32(h->window_crc) != nh_ba_window_crc(ba) ? "window checksum mismatch" : NULL;
     case NH_BA_STATE_RUNNING:
         return NULL;
     case NH_BA_STATE_DUMPING:
@@ -302,16 +322,16 @@ static void nh_ba_recover(NhBa *ba, const char *path)
         nh_ba_discarded(ba, nh_ba_keep_bad(ba, path), why, damage);
         return;
     }
-    if (h->state == NH_BA_STATE_RUNNING) {
+    if (LE32(h->state) == NH_BA_STATE_RUNNING) {
         /* Killed while running: the file holds exactly what the DRAM held at that instant,
          * which is what the capacitors would have dumped; the dump is done now. */
-        h->window_crc = nh_ba_window_crc(ba);
-        h->dumps++;
+        h->window_crc = LE32(nh_ba_window_crc(ba));
+        h->dumps = LE64(nh_ba_dumps(ba) + 1);
         ba->restore = NH_BA_RECOVERED;
     } else {
         ba->restore = NH_BA_RESTORED;
     }
-    h->state = NH_BA_STATE_RUNNING;
+    h->state = LE32(NH_BA_STATE_RUNNING);
     nh_ba_seal(ba);
 }
 
@@ -357,16 +377,18 @@ static bool nh_ba_check_header(NhBa *ba, const char *path, GError **errp)
     if (got >= 0 && got < (ssize_t)sizeof(h) && !memcmp(&h, NH_BA_MAGIC, MIN(got, 8))) {
         return true;
     }
-    if (got != sizeof(h) || memcmp(h.magic, NH_BA_MAGIC, 8) || h.version != NH_BA_VERSION) {
+    if (got != sizeof(h) || memcmp(h.magic, NH_BA_MAGIC, 8) ||
+        LE32(h.version) != NH_BA_VERSION) {
         g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s is not an nvme-hybrid BA "
                     "window file (version %u); refusing to overwrite it", path, NH_BA_VERSION);
         return false;
     }
-    if (h.window_size != ba->size || h.entries != ba->entries || h.lba_size != ba->lba_size) {
+    if (LE64(h.window_size) != ba->size || LE32(h.entries) != ba->entries ||
+        LE32(h.lba_size) != ba->lba_size) {
         g_set_error(errp, NH_ERROR, NH_ERROR_IO, "ba-file: %s was made with ba-size=%" PRIu64
                     ", ba-entries=%u, lba-size=%u; this device has %" PRIu64 ", %u, %u",
-                    path, (uint64_t)h.window_size, h.entries, h.lba_size, ba->size,
-                    ba->entries, ba->lba_size);
+                    path, (uint64_t)LE64(h.window_size), LE32(h.entries), LE32(h.lba_size),
+                    ba->size, ba->entries, ba->lba_size);
         return false;
     }
     return true;

@@ -1,5 +1,5 @@
-/* libba.c - guest library for the nvme-hybrid BAR1 window (API and caveats in libba.h; opcodes,
- * statuses and layouts in docs/bar-pm.md).  The vendor admin commands and the search for the
+/* libba.c - guest library for the nvme-hybrid BAR1 window (API and caveats in libba.h;
+ * opcodes, statuses and layouts in nh-vendor.h, which the device shares, and docs/bar-pm.md).  The vendor admin commands and the search for the
  * controller go through libnvme, the library of nvme-cli (its passthrough, topology scan and
  * status names); only the window and the registers are mapped by hand, as sysfs offers them. */
 #define _GNU_SOURCE
@@ -17,30 +17,21 @@
 #include <libnvme.h>
 
 #include "libba.h"
-
-#define BA_PIN              0xc0
-#define BA_GET_ENTRY_INFO   0xc2
-#define BA_SYNC             0xc4
-#define BA_READ_DMA         0xc6
-#define BA_FLUSH            0xc8
+#include "nh-vendor.h"
 
 #define REG_PMRCTL          0xe04
 #define REG_PMRSTS          0xe08
-#define PMRSTS_PPND         (1u << 31)      /* a modeled persist is pending (docs/bar-pm.md) */
 #define REGS_MAP_SIZE       0x1000
 #define DMA_CHUNK           (256u * 1024)   /* below the device's 512 KiB MDTS */
-#define MAX_ENTRIES         2048
+#define MAX_ENTRIES         NH_BA_MAX_ENTRIES
 
-/* BA_GET_ENTRY_INFO's reply (docs/bar-pm.md), little endian. */
-struct ba_entry_reply {
-    uint16_t eid;
-    uint8_t  state, restore;
-    uint32_t entries;
-    uint64_t offset, slba, nlb, length, window_size;
-    uint32_t lba_size, dumps;
-    uint64_t dump_ns;
-} __attribute__((packed));
-_Static_assert(sizeof(struct ba_entry_reply) == 64, "BA_GET_ENTRY_INFO returns 64 bytes");
+/* libba.h keeps its own names for the device's values (it is installed without nh-vendor.h). */
+#define SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME(BA_FREE, NH_BA_FREE) && SAME(BA_PINNED, NH_BA_PINNED), "entry states");
+_Static_assert(SAME(BA_RESTORE_NEW, NH_BA_NEW) && SAME(BA_RESTORE_RESTORED, NH_BA_RESTORED) &&
+               SAME(BA_RESTORE_RECOVERED, NH_BA_RECOVERED) &&
+               SAME(BA_RESTORE_CORRUPT, NH_BA_CORRUPT) && SAME(BA_RESTORE_TORN, NH_BA_TORN),
+               "restore results");
 
 struct ba_dev {
     char        ctrl[64];
@@ -89,11 +80,11 @@ static int status_error(ba_dev *dev, const char *what, int status)
 {
     int sct = (status >> 8) & 7, sc = status & 0xff;
     static const struct { int sct, sc, err; const char *msg; } map[] = {
-        { 1, 0xc0, EINVAL, "entry id out of range" },
-        { 1, 0xc1, EBUSY, "entry is already pinned" },
-        { 1, 0xc2, ENOENT, "entry is not pinned" },
-        { 1, 0xc3, ERANGE, "range beyond the window or the entry" },
-        { 1, 0xc4, EEXIST, "overlaps another pinned entry (window or LBAs)" },
+        { 1, NH_BA_SC_INVALID_ENTRY, EINVAL, "entry id out of range" },
+        { 1, NH_BA_SC_ENTRY_PINNED, EBUSY, "entry is already pinned" },
+        { 1, NH_BA_SC_ENTRY_NOT_PINNED, ENOENT, "entry is not pinned" },
+        { 1, NH_BA_SC_WINDOW_RANGE, ERANGE, "range beyond the window or the entry" },
+        { 1, NH_BA_SC_OVERLAP, EEXIST, "overlaps another pinned entry (window or LBAs)" },
         { 0, 0x80, ENXIO, "LBA range beyond the namespace" },
         { 0, 0x01, EOPNOTSUPP, "the device has no BA window" },
         { 0, 0x02, EINVAL, "invalid field" },
@@ -128,8 +119,8 @@ static int admin(ba_dev *dev, const char *what, uint8_t opcode, uint32_t cdw10, 
 
 int ba_entry_info(ba_dev *dev, uint32_t eid, ba_info *info)
 {
-    struct ba_entry_reply r __attribute__((aligned(64)));
-    int ret = admin(dev, "BA_GET_ENTRY_INFO", BA_GET_ENTRY_INFO, eid, 0, 0, 0, 0, &r,
+    NhBaEntryInfo r __attribute__((aligned(64)));
+    int ret = admin(dev, "BA_GET_ENTRY_INFO", NH_BA_OP_GET_ENTRY_INFO, eid, 0, 0, 0, 0, &r,
                     sizeof(r));
 
     if (ret) {
@@ -157,19 +148,19 @@ int ba_pin(ba_dev *dev, uint32_t eid, uint64_t offset, uint64_t slba, uint32_t n
         return fail(dev, ERANGE, "BA_PIN: offset %llu beyond any window",
                     (unsigned long long)offset);
     }
-    ret = admin(dev, "BA_PIN", BA_PIN, eid, offset, slba, slba >> 32, nlb, NULL, 0);
+    ret = admin(dev, "BA_PIN", NH_BA_OP_PIN, eid, offset, slba, slba >> 32, nlb, NULL, 0);
     return ret ? ret : ba_entry_info(dev, eid, &info);
 }
 
 int ba_sync(ba_dev *dev, uint32_t eid)
 {
-    return admin(dev, "BA_SYNC", BA_SYNC, eid, 0, 0, 0, 0, NULL, 0);
+    return admin(dev, "BA_SYNC", NH_BA_OP_SYNC, eid, 0, 0, 0, 0, NULL, 0);
 }
 
 int ba_flush(ba_dev *dev, uint32_t eid)
 {
     ba_info info;
-    int ret = admin(dev, "BA_FLUSH", BA_FLUSH, eid, 0, 0, 0, 0, NULL, 0);
+    int ret = admin(dev, "BA_FLUSH", NH_BA_OP_FLUSH, eid, 0, 0, 0, 0, NULL, 0);
 
     return ret ? ret : ba_entry_info(dev, eid, &info);
 }
@@ -240,7 +231,7 @@ void ba_persist(ba_dev *dev)
     _mm_sfence();
     do {
         sts = dev->regs[REG_PMRSTS / 4];
-    } while ((sts & PMRSTS_PPND) && sts != UINT32_MAX);
+    } while ((sts & NH_BA_PMRSTS_PPND) && sts != UINT32_MAX);
 }
 
 int ba_read(ba_dev *dev, uint32_t eid, uint64_t offset, void *buf, size_t len)
@@ -276,7 +267,7 @@ int ba_read_dma(ba_dev *dev, uint32_t eid, uint64_t offset, void *buf, size_t le
     }
     for (size_t done = 0; done < len && !ret; done += DMA_CHUNK) {
         uint32_t n = len - done < DMA_CHUNK ? len - done : DMA_CHUNK;
-        ret = admin(dev, "BA_READ_DMA", BA_READ_DMA, eid, offset + done, n, 0, 0, bounce, n);
+        ret = admin(dev, "BA_READ_DMA", NH_BA_OP_READ_DMA, eid, offset + done, n, 0, 0, bounce, n);
         if (!ret) {
             memcpy((uint8_t *)buf + done, bounce, n);
         }

@@ -1,6 +1,7 @@
 /*
  * admin-cmd.c - admin commands: queue management, Identify, Get Log Page, Get/Set Features,
- * Asynchronous Event Request, Abort.  Statuses follow NVMe Base Specification 1.4.
+ * Asynchronous Event Request, Abort, and the admin command table (dispatch in cmds.c).
+ * Statuses follow NVMe Base Specification 1.4.
  */
 #include "qemu/osdep.h"
 #include "qemu/units.h"
@@ -180,7 +181,8 @@ static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
     id->acl = 3;                                /* 4 concurrent Aborts */
     id->aerl = NHC_AERL;
     id->frmw = NVME_FRMW_SLOT1_RO | (1 << 1);   /* one slot, read-only */
-    id->lpa = NVME_LPA_EXTENDED;                /* Get Log Page offsets supported */
+    id->lpa = NVME_LPA_CSE |                    /* Commands Supported and Effects */
+              NVME_LPA_EXTENDED;                /* Get Log Page offsets supported */
     id->elpe = NHC_ERROR_LOG_SIZE - 1;
     id->npss = 0;
     id->wctemp = cpu_to_le16(NHC_WCTEMP_K);
@@ -334,41 +336,58 @@ static void nhc_smart_log(NhcCtrl *n, NvmeSmartLog *s)
     s->number_of_error_log_entries[0] = cpu_to_le64(n->smart.error_count);
 }
 
-/*
- * Vendor log page 0xC0: "NHST", layout version, JSON length, reserved, then the engine's
- * statistics document (docs/vendor-log.md).
- */
+/* Vendor log page 0xC0: NhStatsLogHeader, then the engine's statistics document
+ * (docs/vendor-log.md). */
 static GByteArray *nhc_vendor_log(NhcCtrl *n)
 {
     g_autofree char *json = nh_engine_stats_json(n->engine, false);
     uint32_t len = strlen(json);
-    GByteArray *buf = g_byte_array_sized_new(16 + len);
-    uint8_t hdr[16] = { 'N', 'H', 'S', 'T' };
+    GByteArray *buf = g_byte_array_sized_new(sizeof(NhStatsLogHeader) + len);
+    NhStatsLogHeader hdr = {
+        .version = cpu_to_le32(NH_STATS_VERSION), .json_len = cpu_to_le32(len),
+    };
 
-    stl_le_p(hdr + 4, 1);
-    stl_le_p(hdr + 8, len);
-    g_byte_array_append(buf, hdr, sizeof(hdr));
+    memcpy(hdr.magic, NH_STATS_MAGIC, sizeof(hdr.magic));
+    g_byte_array_append(buf, (uint8_t *)&hdr, sizeof(hdr));
     g_byte_array_append(buf, (uint8_t *)json, len);
     return buf;
+}
+
+static uint64_t nhc_log_offset(NvmeCmd *c)
+{
+    return le32_to_cpu(c->cdw12) | ((uint64_t)le32_to_cpu(c->cdw13) << 32);
+}
+
+/* NUMDL and NUMDU: dwords to return, less one. */
+static uint64_t nhc_log_len(NhcCtrl *n, NhcReq *req)
+{
+    uint32_t dw10 = le32_to_cpu(req->cmd.cdw10), dw11 = le32_to_cpu(req->cmd.cdw11);
+
+    return ((uint64_t)((dw10 >> 16) | ((dw11 & 0xffff) << 16)) + 1) * 4;
+}
+
+/* The offset must be dword aligned (Invalid Field); the length is held to MDTS by the
+ * dispatch. */
+static uint16_t nhc_log_check(NhcCtrl *n, NhcReq *req)
+{
+    uint64_t off = nhc_log_offset(&req->cmd);
+
+    trace_nhc_admin_get_log(le32_to_cpu(req->cmd.cdw10) & 0xff, off, nhc_log_len(n, req));
+    return off & 3 ? NHC_ERR(NVME_INVALID_FIELD) : NVME_SUCCESS;
 }
 
 static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
 {
     NvmeCmd *c = &req->cmd;
-    uint32_t dw10 = le32_to_cpu(c->cdw10), dw11 = le32_to_cpu(c->cdw11);
+    uint32_t dw10 = le32_to_cpu(c->cdw10);
     uint8_t lid = dw10 & 0xff;
     bool rae = dw10 & (1 << 15);
-    uint64_t numd = (uint64_t)((dw10 >> 16) | ((dw11 & 0xffff) << 16)) + 1;
-    uint64_t off = le32_to_cpu(c->cdw12) | ((uint64_t)le32_to_cpu(c->cdw13) << 32);
-    uint64_t len = numd * 4;
+    uint64_t off = nhc_log_offset(c);
+    uint64_t len = nhc_log_len(n, req);
     g_autoptr(GByteArray) page = g_byte_array_new();
     g_autofree uint8_t *out = NULL;
     uint8_t event_type = 0xff;
 
-    trace_nhc_admin_get_log(lid, off, len);
-    if ((off & 3) || len > (4096u << NHC_MDTS)) {
-        return NHC_ERR(NVME_INVALID_FIELD);
-    }
     switch (lid) {
     case NVME_LOG_ERROR_INFO:
         g_byte_array_append(page, (uint8_t *)n->error_log, sizeof(n->error_log));
@@ -385,6 +404,9 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
         event_type = NVME_AER_TYPE_SMART;
         break;
     }
+    case NVME_LOG_CMD_EFFECTS:
+        nhc_effects_log(n, page);       /* cmds.c, from the command tables */
+        break;
     case NVME_LOG_FW_SLOT_INFO: {
         NvmeFwSlotInfoLog fw = { .afi = 1 };
         nhc_set_id_string(fw.frs1, sizeof(fw.frs1), NHC_FIRMWARE);
@@ -478,31 +500,49 @@ static uint16_t nhc_admin_abort(NhcCtrl *n, NhcReq *req)
     return NVME_SUCCESS;
 }
 
-uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req)
+static uint64_t nhc_identify_len(NhcCtrl *n, NhcReq *req)
 {
-    if (NVME_CMD_FLAGS_FUSE(req->cmd.flags) || NVME_CMD_FLAGS_PSDT(req->cmd.flags)) {
-        return NHC_ERR(NVME_INVALID_FIELD);
-    }
-    switch (req->cmd.opcode) {
-    case NVME_ADM_CMD_DELETE_SQ:    return nhc_admin_delete_sq(n, req);
-    case NVME_ADM_CMD_CREATE_SQ:    return nhc_admin_create_sq(n, req);
-    case NVME_ADM_CMD_GET_LOG_PAGE: return nhc_admin_get_log_page(n, req);
-    case NVME_ADM_CMD_DELETE_CQ:    return nhc_admin_delete_cq(n, req);
-    case NVME_ADM_CMD_CREATE_CQ:    return nhc_admin_create_cq(n, req);
-    case NVME_ADM_CMD_IDENTIFY:     return nhc_admin_identify(n, req);
-    case NVME_ADM_CMD_ABORT:        return nhc_admin_abort(n, req);
-    case NVME_ADM_CMD_SET_FEATURES: return nhc_admin_set_features(n, req);
-    case NVME_ADM_CMD_GET_FEATURES: return nhc_admin_get_features(n, req);
-    case NVME_ADM_CMD_ASYNC_EV_REQ: return nhc_admin_async_event_request(n, req);
-    case NVME_ADM_CMD_DBBUF_CONFIG: return nhc_admin_doorbell_buffer_config(n, req);
-    case NVME_ADM_CMD_DIRECTIVE_SEND: return nhc_admin_directive_send(n, req);
-    case NVME_ADM_CMD_DIRECTIVE_RECV: return nhc_admin_directive_receive(n, req);
-    case NHC_ADM_BA_PIN:            return nhc_admin_ba_pin(n, req);
-    case NHC_ADM_BA_GET_ENTRY_INFO: return nhc_admin_ba_get_entry_info(n, req);
-    case NHC_ADM_BA_SYNC:           return nhc_admin_ba_sync(n, req);
-    case NHC_ADM_BA_READ_DMA:       return nhc_admin_ba_read_dma(n, req);
-    case NHC_ADM_BA_FLUSH:          return nhc_admin_ba_flush(n, req);
-    default:
-        return NHC_ERR(NVME_INVALID_OPCODE);
-    }
+    return NVME_IDENTIFY_DATA_SIZE;
 }
+
+/*
+ * The admin command set and the BAR1 window's vendor commands (bar-pm.c, docs/bar-pm.md),
+ * which exist only with a window.  Effects: BA_SYNC and BA_FLUSH write the window's bytes to
+ * their LBAs (LBCC); no command here changes a namespace, the controller's capabilities or
+ * the set of namespaces, and none needs the I/O queues idle (CSE 0: the device orders a
+ * BA_PIN against the writes in flight itself).
+ */
+const NhcCmd nhc_admin_cmds[256] = {
+    [NVME_ADM_CMD_DELETE_SQ]    = { .execute = nhc_admin_delete_sq },
+    [NVME_ADM_CMD_CREATE_SQ]    = { .execute = nhc_admin_create_sq },
+    [NVME_ADM_CMD_GET_LOG_PAGE] = {
+        .execute = nhc_admin_get_log_page, .check = nhc_log_check, .data_len = nhc_log_len,
+    },
+    [NVME_ADM_CMD_DELETE_CQ]    = { .execute = nhc_admin_delete_cq },
+    [NVME_ADM_CMD_CREATE_CQ]    = { .execute = nhc_admin_create_cq },
+    [NVME_ADM_CMD_IDENTIFY]     = {
+        .execute = nhc_admin_identify, .data_len = nhc_identify_len,
+    },
+    [NVME_ADM_CMD_ABORT]        = { .execute = nhc_admin_abort },
+    [NVME_ADM_CMD_SET_FEATURES] = { .execute = nhc_admin_set_features },   /* features.c */
+    [NVME_ADM_CMD_GET_FEATURES] = { .execute = nhc_admin_get_features },
+    [NVME_ADM_CMD_ASYNC_EV_REQ] = { .execute = nhc_admin_async_event_request },
+    [NVME_ADM_CMD_DIRECTIVE_SEND] = { .execute = nhc_admin_directive_send }, /* directives.c */
+    [NVME_ADM_CMD_DIRECTIVE_RECV] = { .execute = nhc_admin_directive_receive },
+    [NVME_ADM_CMD_DBBUF_CONFIG] = { .execute = nhc_admin_doorbell_buffer_config },
+    [NHC_ADM_BA_PIN]            = { .execute = nhc_admin_ba_pin, .flags = NHC_CMD_WINDOW },
+    [NHC_ADM_BA_GET_ENTRY_INFO] = {
+        .execute = nhc_admin_ba_get_entry_info, .data_len = nhc_ba_entry_info_len,
+        .flags = NHC_CMD_WINDOW,
+    },
+    [NHC_ADM_BA_SYNC]           = {
+        .execute = nhc_admin_ba_sync, .effects = NVME_CMD_EFF_LBCC, .flags = NHC_CMD_WINDOW,
+    },
+    [NHC_ADM_BA_READ_DMA]       = {
+        .execute = nhc_admin_ba_read_dma, .check = nhc_ba_read_dma_check,
+        .data_len = nhc_ba_read_dma_len, .flags = NHC_CMD_WINDOW,
+    },
+    [NHC_ADM_BA_FLUSH]          = {
+        .execute = nhc_admin_ba_sync, .effects = NVME_CMD_EFF_LBCC, .flags = NHC_CMD_WINDOW,
+    },
+};

@@ -40,16 +40,16 @@
 
 bool nhc_ba_persist_check(NhcCtrl *n, Error **errp)
 {
-    if (n->ba_rtt_ns > NHC_BA_MAX_RTT_NS) {
-        trace_nhc_err_ba_persist_prop("ba-rtt-ns", n->ba_rtt_ns);
+    if (n->bar1.rtt_ns > NHC_BA_MAX_RTT_NS) {
+        trace_nhc_err_ba_persist_prop("ba-rtt-ns", n->bar1.rtt_ns);
         error_setg(errp, "ba-rtt-ns: the persist barrier's round trip must be 0 (free) to %u "
-                   "ns, got %u", NHC_BA_MAX_RTT_NS, n->ba_rtt_ns);
+                   "ns, got %u", NHC_BA_MAX_RTT_NS, n->bar1.rtt_ns);
         return false;
     }
-    if (n->ba_write_mbps > NHC_BA_MAX_WRITE_MBPS) {
-        trace_nhc_err_ba_persist_prop("ba-write-mbps", n->ba_write_mbps);
+    if (n->bar1.write_mbps > NHC_BA_MAX_WRITE_MBPS) {
+        trace_nhc_err_ba_persist_prop("ba-write-mbps", n->bar1.write_mbps);
         error_setg(errp, "ba-write-mbps: the window's posted-write bandwidth must be 0 (free) "
-                   "to %u MB/s, got %u", NHC_BA_MAX_WRITE_MBPS, n->ba_write_mbps);
+                   "to %u MB/s, got %u", NHC_BA_MAX_WRITE_MBPS, n->bar1.write_mbps);
         return false;
     }
     return true;
@@ -57,7 +57,7 @@ bool nhc_ba_persist_check(NhcCtrl *n, Error **errp)
 
 static bool nhc_ba_persist_modeled(NhcCtrl *n)
 {
-    return n->ba_rtt_ns || n->ba_write_mbps;
+    return n->bar1.rtt_ns || n->bar1.write_mbps;
 }
 
 /* After the window's RAM region exists: start watching it (nothing to do when persists are
@@ -67,24 +67,24 @@ void nhc_ba_persist_init(NhcCtrl *n)
     if (!nhc_ba_persist_modeled(n)) {
         return;
     }
-    n->ba_shadow = g_memdup2(n->ba->window, n->ba_size);
-    n->ba_link_free_ns = n->ba_ready_ns = 0;
-    memory_region_set_log(&n->ba_ram, true, DIRTY_MEMORY_VGA);
+    n->bar1.shadow = g_memdup2(n->bar1.ba->window, n->bar1.size);
+    n->bar1.link_free_ns = n->bar1.ready_ns = 0;
+    memory_region_set_log(&n->bar1.ram, true, DIRTY_MEMORY_VGA);
 }
 
 void nhc_ba_persist_exit(NhcCtrl *n)
 {
-    if (n->ba_shadow) {
-        memory_region_set_log(&n->ba_ram, false, DIRTY_MEMORY_VGA);
-        g_clear_pointer(&n->ba_shadow, g_free);
+    if (n->bar1.shadow) {
+        memory_region_set_log(&n->bar1.ram, false, DIRTY_MEMORY_VGA);
+        g_clear_pointer(&n->bar1.shadow, g_free);
     }
 }
 
 /* The device itself wrote window bytes [off, off + len): not the host's posted writes. */
 void nhc_ba_persist_device_wrote(NhcCtrl *n, uint64_t off, uint64_t len)
 {
-    if (n->ba_shadow) {
-        memcpy(n->ba_shadow + off, n->ba->window + off, len);
+    if (n->bar1.shadow) {
+        memcpy(n->bar1.shadow + off, n->bar1.ba->window + off, len);
     }
 }
 
@@ -95,8 +95,8 @@ static uint64_t nhc_ba_changed_bytes(NhcCtrl *n, uint64_t off, uint64_t len)
     uint64_t bytes = 0;
 
     for (uint64_t l = off; l < off + len; l += NHC_BA_LINE) {
-        if (memcmp(n->ba->window + l, n->ba_shadow + l, NHC_BA_LINE)) {
-            memcpy(n->ba_shadow + l, n->ba->window + l, NHC_BA_LINE);
+        if (memcmp(n->bar1.ba->window + l, n->bar1.shadow + l, NHC_BA_LINE)) {
+            memcpy(n->bar1.shadow + l, n->bar1.ba->window + l, NHC_BA_LINE);
             bytes += NHC_BA_LINE;
         }
     }
@@ -127,18 +127,19 @@ static uint64_t nhc_ba_new_bytes(NhcCtrl *n)
         /* KVM keeps the bits in the kernel until they are synced; TCG sets them itself. */
         memory_global_dirty_log_sync(false);
     }
-    if (!cpu_physical_memory_get_dirty(memory_region_get_ram_addr(&n->ba_ram), n->ba_size,
+    if (!cpu_physical_memory_get_dirty(memory_region_get_ram_addr(&n->bar1.ram), n->bar1.size,
                                        DIRTY_MEMORY_VGA)) {
         return 0;
     }
-    snap = cpu_physical_memory_snapshot_and_clear_dirty(&n->ba_ram, 0, n->ba_size,
+    snap = cpu_physical_memory_snapshot_and_clear_dirty(&n->bar1.ram, 0, n->bar1.size,
                                                         DIRTY_MEMORY_VGA);
-    for (uint64_t c = 0; c < n->ba_size; c += chunk) {
-        if (!memory_region_snapshot_get_dirty(&n->ba_ram, snap, c, MIN(chunk, n->ba_size - c))) {
+    for (uint64_t c = 0; c < n->bar1.size; c += chunk) {
+        if (!memory_region_snapshot_get_dirty(&n->bar1.ram, snap, c,
+                                              MIN(chunk, n->bar1.size - c))) {
             continue;
         }
-        for (uint64_t off = c; off < MIN(c + chunk, n->ba_size); off += TARGET_PAGE_SIZE) {
-            if (memory_region_snapshot_get_dirty(&n->ba_ram, snap, off, TARGET_PAGE_SIZE)) {
+        for (uint64_t off = c; off < MIN(c + chunk, n->bar1.size); off += TARGET_PAGE_SIZE) {
+            if (memory_region_snapshot_get_dirty(&n->bar1.ram, snap, off, TARGET_PAGE_SIZE)) {
                 bytes += nhc_ba_changed_bytes(n, off, TARGET_PAGE_SIZE);
             }
         }
@@ -151,7 +152,7 @@ static uint64_t nhc_ba_new_bytes(NhcCtrl *n)
  * modeled). */
 uint32_t nhc_ba_persist_swtp(NhcCtrl *n)
 {
-    uint64_t kib = (uint64_t)n->ba_write_mbps * 1000000 / KiB;
+    uint64_t kib = (uint64_t)n->bar1.write_mbps * 1000000 / KiB;
     uint32_t v = 0;
 
     if (!kib) {
@@ -175,16 +176,16 @@ uint32_t nhc_ba_persist_pending(NhcCtrl *n)
     uint64_t bytes;
     int64_t start;
 
-    if (!n->ba_shadow) {
+    if (!n->bar1.shadow) {
         return 0;
     }
     bytes = nhc_ba_new_bytes(n);
     if (bytes) {
-        start = MAX(now, n->ba_link_free_ns);
-        n->ba_link_free_ns = start + (n->ba_write_mbps ?
-                                      DIV_ROUND_UP(bytes * 1000, n->ba_write_mbps) : 0);
-        n->ba_ready_ns = n->ba_link_free_ns + n->ba_rtt_ns;
-        trace_nhc_ba_persist(bytes, now, n->ba_ready_ns);
+        start = MAX(now, n->bar1.link_free_ns);
+        n->bar1.link_free_ns = start + (n->bar1.write_mbps ?
+                                        DIV_ROUND_UP(bytes * 1000, n->bar1.write_mbps) : 0);
+        n->bar1.ready_ns = n->bar1.link_free_ns + n->bar1.rtt_ns;
+        trace_nhc_ba_persist(bytes, now, n->bar1.ready_ns);
     }
-    return now < n->ba_ready_ns;
+    return now < n->bar1.ready_ns;
 }

@@ -25,15 +25,13 @@
 
 /* Command specific status values in the vendor specific range (SCT 1h, SC C0h-FFh). */
 #define NHC_BA_SC(sc)       NHC_STATUS((1 << 8) | (sc))
-#define NHC_SC_BA_INVALID_ENTRY     NHC_BA_SC(0xc0)
-#define NHC_SC_BA_ENTRY_PINNED      NHC_BA_SC(0xc1)
-#define NHC_SC_BA_ENTRY_NOT_PINNED  NHC_BA_SC(0xc2)
-#define NHC_SC_BA_WINDOW_RANGE      NHC_BA_SC(0xc3)
-#define NHC_SC_BA_OVERLAP           NHC_BA_SC(0xc4)
+#define NHC_SC_BA_INVALID_ENTRY     NHC_BA_SC(NH_BA_SC_INVALID_ENTRY)
+#define NHC_SC_BA_ENTRY_PINNED      NHC_BA_SC(NH_BA_SC_ENTRY_PINNED)
+#define NHC_SC_BA_ENTRY_NOT_PINNED  NHC_BA_SC(NH_BA_SC_ENTRY_NOT_PINNED)
+#define NHC_SC_BA_WINDOW_RANGE      NHC_BA_SC(NH_BA_SC_WINDOW_RANGE)
+#define NHC_SC_BA_OVERLAP           NHC_BA_SC(NH_BA_SC_OVERLAP)
 
-#define NHC_BA_INFO_SIZE    64
 #define NHC_BA_PMRSTS_HSTS_RESTORE_ERROR  1
-#define NHC_BA_PMRSTS_PPND_SHIFT    31      /* vendor specific: a modeled persist is pending */
 
 static uint16_t nhc_ba_status(NhBaErr err)
 {
@@ -49,22 +47,29 @@ static uint16_t nhc_ba_status(NhBaErr err)
     return NHC_ERR(NVME_INTERNAL_DEV_ERROR);
 }
 
+bool nhc_ba_present(NhcCtrl *n)
+{
+    return n->bar1.ba != NULL;
+}
+
 static bool nhc_ba_restore_failed(NhcCtrl *n)
 {
-    return n->ba && (n->ba->restore == NH_BA_CORRUPT || n->ba->restore == NH_BA_TORN);
+    const NhBa *ba = n->bar1.ba;
+
+    return ba && (ba->restore == NH_BA_CORRUPT || ba->restore == NH_BA_TORN);
 }
 
 /* ------------------------------------------------------------------------------ registers */
 
 void nhc_ba_init_regs(NhcCtrl *n)
 {
-    if (!n->ba_size) {
+    if (!n->bar1.size) {
         return;
     }
     NVME_CAP_SET_PMRS(n->cap, 1);
-    n->pmrctl = 0;
-    if (n->ba) {
-        memory_region_set_enabled(&n->ba_ram, false);
+    n->bar1.pmrctl = 0;
+    if (n->bar1.ba) {
+        memory_region_set_enabled(&n->bar1.ram, false);
     }
 }
 
@@ -72,7 +77,7 @@ uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off)
 {
     uint32_t v = 0;
 
-    if (!n->ba) {
+    if (!n->bar1.ba) {
         return 0;       /* CAP.PMRS = 0: the PMR registers are reserved */
     }
     switch (off) {
@@ -84,15 +89,15 @@ uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off)
         /* A read of PMRSTS is the barrier (with PMRSTS.PPND 0 when persists are modeled,
          * ba-persist.c); when they are free, any read of the PMR is one too, as every write
          * has landed at once (the window is the mapped file). */
-        NVME_PMRCAP_SET_PMRWBM(v, n->ba_shadow ? 0x2 : 0x3);
+        NVME_PMRCAP_SET_PMRWBM(v, n->bar1.shadow ? 0x2 : 0x3);
         NVME_PMRCAP_SET_PMRTO(v, 1);            /* ready at once after PMRCTL.EN */
         return v;
     case NVME_REG_PMRCTL:
-        return n->pmrctl;
+        return n->bar1.pmrctl;
     case NVME_REG_PMRSTS:
-        NVME_PMRSTS_SET_NRDY(v, !(n->pmrctl & 1));
+        NVME_PMRSTS_SET_NRDY(v, !(n->bar1.pmrctl & 1));
         NVME_PMRSTS_SET_HSTS(v, nhc_ba_restore_failed(n) ? NHC_BA_PMRSTS_HSTS_RESTORE_ERROR : 0);
-        return v | nhc_ba_persist_pending(n) << NHC_BA_PMRSTS_PPND_SHIFT;
+        return v | (nhc_ba_persist_pending(n) ? NH_BA_PMRSTS_PPND : 0);
     case NVME_REG_PMRSWTP:
         return nhc_ba_persist_swtp(n);
     default:
@@ -104,11 +109,11 @@ uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off)
 
 void nhc_ba_write_pmrctl(NhcCtrl *n, uint32_t val)
 {
-    if (!n->ba) {
+    if (!n->bar1.ba) {
         return;
     }
-    n->pmrctl = val & 1;
-    memory_region_set_enabled(&n->ba_ram, n->pmrctl);
+    n->bar1.pmrctl = val & 1;
+    memory_region_set_enabled(&n->bar1.ram, n->bar1.pmrctl);
 }
 
 /* ------------------------------------------------------------------------------ datapath */
@@ -124,7 +129,7 @@ void nhc_ba_write_pmrctl(NhcCtrl *n, uint32_t val)
  *  - the entry becomes pinned when the load has finished; BA_SYNC, BA_FLUSH and BA_READ_DMA of
  *    it are refused as Entry Not Pinned until then;
  *  - BA_SYNC and BA_FLUSH of one entry run one at a time, in the order they were fetched.
- * n->ba_ops holds these commands from admission to completion.
+ * n->bar1.ops holds these commands from admission to completion.
  */
 
 static uint32_t nhc_ba_eid(NhcReq *req)
@@ -196,11 +201,11 @@ static void nhc_ba_move_cb(void *opaque, int ret)
             nhc_ba_pin_args(req, &off, &slba, &nlb);
             /* the load lands in the window now, with its entry, both under the BQL */
             nhc_event(n, NHC_EV_WINDOW_DMA);
-            memcpy(n->ba->window + off, req->bounce, nlb << n->lba_shift);
-            nh_ba_pin(n->ba, nhc_ba_eid(req), off, slba, nlb);
+            memcpy(n->bar1.ba->window + off, req->bounce, nlb << n->lba_shift);
+            nh_ba_pin(n->bar1.ba, nhc_ba_eid(req), off, slba, nlb);
             nhc_ba_persist_device_wrote(n, off, nlb << n->lba_shift);
         } else if (req->cmd.opcode == NHC_ADM_BA_FLUSH) {
-            nh_ba_release(n->ba, nhc_ba_eid(req));
+            nh_ba_release(n->bar1.ba, nhc_ba_eid(req));
         }
     }
     nhc_req_backend_done(req, ret);
@@ -239,7 +244,7 @@ static void nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, ui
     n->state_changed = true;            /* counters moved: the next checkpoint saves them */
     if (to_lbas) {
         nhc_state_touch(n);
-        nhc_undo_drop(n, slba, len >> n->lba_shift);    /* a FUA write */
+        nhc_write_durable(n, slba, len >> n->lba_shift);    /* a FUA write */
     }
     if (done > (uint64_t)now) {
         req->pending++;
@@ -250,7 +255,7 @@ static void nhc_ba_move(NhcCtrl *n, NhcReq *req, bool to_lbas, uint64_t woff, ui
         req->bounce = g_malloc(len);
         req->bounce_len = len;
     }
-    qemu_iovec_init_buf(&req->iov, to_lbas ? n->ba->window + woff : req->bounce, len);
+    qemu_iovec_init_buf(&req->iov, to_lbas ? n->bar1.ba->window + woff : req->bounce, len);
     nhc_backend_rw(n, req, r.offset, &req->iov, to_lbas, to_lbas ? BDRV_REQ_FUA : 0,
                    nhc_ba_move_cb);
 }
@@ -259,7 +264,7 @@ static void nhc_ba_start(NhcCtrl *n, NhcReq *req)
 {
     uint32_t eid = nhc_ba_eid(req);
     uint64_t off, slba, nlb;
-    const NhBaEntry *e;
+    NhBaEntry e;
 
     if (req->cmd.opcode == NHC_ADM_BA_PIN) {
         nhc_ba_pin_args(req, &off, &slba, &nlb);
@@ -267,13 +272,13 @@ static void nhc_ba_start(NhcCtrl *n, NhcReq *req)
         return;
     }
     /* A BA_FLUSH queued before this one may have released the entry meanwhile. */
-    if (nh_ba_check_entry(n->ba, eid) != NH_BA_OK) {
-        req->status = nhc_ba_status(nh_ba_check_entry(n->ba, eid));
+    if (nh_ba_check_entry(n->bar1.ba, eid) != NH_BA_OK) {
+        req->status = nhc_ba_status(nh_ba_check_entry(n->bar1.ba, eid));
         nhc_req_io_done(req);
         return;
     }
-    e = &n->ba->table[eid];
-    nhc_ba_move(n, req, true, e->offset, e->slba, e->nlb << n->lba_shift);
+    e = nh_ba_entry(n->bar1.ba, eid);
+    nhc_ba_move(n, req, true, e.offset, e.slba, e.nlb << n->lba_shift);
 }
 
 /*
@@ -289,21 +294,21 @@ static void nhc_ba_kick(NhcCtrl *n)
     DECLARE_BITMAP(held, NH_BA_MAX_ENTRIES);
     bool started;
 
-    if (!n->ba_ops || n->ba_kicking) {
+    if (!n->bar1.ops || n->bar1.kicking) {
         return;     /* a start that ends requests at once comes back here: the loop goes on */
     }
-    n->ba_kicking = true;
+    n->bar1.kicking = true;
     do {
         started = false;
         bitmap_zero(held, NH_BA_MAX_ENTRIES);
-        for (guint i = 0; i < n->ba_ops->len; i++) {
-            NhcReq *req = g_ptr_array_index(n->ba_ops, i);
+        for (guint i = 0; i < n->bar1.ops->len; i++) {
+            NhcReq *req = g_ptr_array_index(n->bar1.ops, i);
             bool blocked;
 
             if (req->cmd.opcode == NHC_ADM_BA_PIN) {
                 blocked = req->ba_blockers > 0;
             } else {
-                /* admitted, so its entry is below n->ba->entries */
+                /* admitted, so its entry is below n->bar1.ba->entries */
                 blocked = test_and_set_bit(nhc_ba_eid(req), held);
             }
             if (req->ba_waiting && !blocked) {
@@ -314,7 +319,7 @@ static void nhc_ba_kick(NhcCtrl *n)
             }
         }
     } while (started);
-    n->ba_kicking = false;
+    n->bar1.kicking = false;
 }
 
 /* Write @req has ended: the waiting BA_PINs admitted after it, whose LBAs it overlaps, counted
@@ -323,8 +328,8 @@ static bool nhc_ba_write_ended(NhcCtrl *n, NhcReq *req)
 {
     bool free = false;
 
-    for (guint i = 0; i < n->ba_ops->len; i++) {
-        NhcReq *pin = g_ptr_array_index(n->ba_ops, i);
+    for (guint i = 0; i < n->bar1.ops->len; i++) {
+        NhcReq *pin = g_ptr_array_index(n->bar1.ops, i);
         uint64_t off, slba, nlb;
 
         if (pin->cmd.opcode != NHC_ADM_BA_PIN || !pin->ba_blockers || pin->seq < req->seq) {
@@ -341,12 +346,9 @@ static bool nhc_ba_write_ended(NhcCtrl *n, NhcReq *req)
 /* @req has ended (completed or aborted): a BA command leaves the list, and what waited for it
  * (a command of its entry, a BA_PIN waiting for its writes) may start.  Other requests end
  * without a pass over the list unless they free a waiting pin. */
-void nhc_ba_req_ended(NhcCtrl *n, NhcReq *req)
+static void nhc_ba_req_ended(NhcCtrl *n, NhcReq *req)
 {
-    if (!n->ba_ops) {
-        return;
-    }
-    if (g_ptr_array_remove(n->ba_ops, req) || (req->lba_hi && nhc_ba_write_ended(n, req))) {
+    if (g_ptr_array_remove(n->bar1.ops, req) || (req->lba_hi && nhc_ba_write_ended(n, req))) {
         nhc_ba_kick(n);
     }
 }
@@ -361,7 +363,7 @@ static uint16_t nhc_ba_admit(NhcCtrl *n, NhcReq *req)
         nhc_ba_pin_args(req, &off, &slba, &nlb);
         req->ba_blockers = nhc_count_writes_in_flight(n, slba, nlb);
     }
-    g_ptr_array_add(n->ba_ops, req);
+    g_ptr_array_add(n->bar1.ops, req);
     req->ba_waiting = true;
     req->pending = 1;
     nhc_ba_kick(n);
@@ -372,8 +374,8 @@ static uint16_t nhc_ba_admit(NhcCtrl *n, NhcReq *req)
 static uint16_t nhc_ba_check_pending_pins(NhcCtrl *n, uint32_t eid, uint64_t off,
                                           uint64_t slba, uint64_t nlb)
 {
-    for (guint i = 0; i < n->ba_ops->len; i++) {
-        NhcReq *other = g_ptr_array_index(n->ba_ops, i);
+    for (guint i = 0; i < n->bar1.ops->len; i++) {
+        NhcReq *other = g_ptr_array_index(n->bar1.ops, i);
         uint64_t ooff, oslba, onlb;
 
         if (other->cmd.opcode != NHC_ADM_BA_PIN) {
@@ -399,96 +401,83 @@ uint16_t nhc_admin_ba_pin(NhcCtrl *n, NhcReq *req)
     uint64_t off, slba, nlb;
     uint16_t status;
 
-    if (!n->ba) {
-        return NHC_ERR(NVME_INVALID_OPCODE);
-    }
     nhc_ba_pin_args(req, &off, &slba, &nlb);
-    status = nhc_ba_status(nh_ba_check_pin(n->ba, eid, off, slba, nlb));
+    status = nhc_ba_status(nh_ba_check_pin(n->bar1.ba, eid, off, slba, nlb));
     if (!status) {
         status = nhc_ba_check_pending_pins(n, eid, off, slba, nlb);
     }
     return status ? status : nhc_ba_admit(n, req);
 }
 
-static uint16_t nhc_ba_sync(NhcCtrl *n, NhcReq *req)
+/* BA_SYNC and BA_FLUSH: the window's bytes to the LBAs (BA_FLUSH then releases the entry,
+ * nhc_ba_move_cb). */
+uint16_t nhc_admin_ba_sync(NhcCtrl *n, NhcReq *req)
 {
-    uint16_t status;
+    uint16_t status = nhc_ba_status(nh_ba_check_entry(n->bar1.ba, nhc_ba_eid(req)));
 
-    if (!n->ba) {
-        return NHC_ERR(NVME_INVALID_OPCODE);
-    }
-    status = nhc_ba_status(nh_ba_check_entry(n->ba, nhc_ba_eid(req)));
     return status ? status : nhc_ba_admit(n, req);
 }
 
-uint16_t nhc_admin_ba_sync(NhcCtrl *n, NhcReq *req)
+uint64_t nhc_ba_entry_info_len(NhcCtrl *n, NhcReq *req)
 {
-    return nhc_ba_sync(n, req);
-}
-
-uint16_t nhc_admin_ba_flush(NhcCtrl *n, NhcReq *req)
-{
-    return nhc_ba_sync(n, req);
+    return sizeof(NhBaEntryInfo);
 }
 
 uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req)
 {
-    uint32_t eid = le32_to_cpu(req->cmd.cdw10);
-    uint8_t info[NHC_BA_INFO_SIZE] = { 0 };
-    const NhBaEntry *e;
+    uint32_t eid = nhc_ba_eid(req);
+    const NhBa *ba = n->bar1.ba;
+    NhBaEntryInfo info;
+    NhBaEntry e;
 
-    if (!n->ba) {
-        return NHC_ERR(NVME_INVALID_OPCODE);
-    }
-    if (eid >= n->ba->entries) {
+    if (eid >= ba->entries) {
         return NHC_ERR(NHC_SC_BA_INVALID_ENTRY);
     }
-    e = &n->ba->table[eid];
-    stw_le_p(info + 0, eid);
-    info[2] = e->state;
-    info[3] = n->ba->restore;
-    stl_le_p(info + 4, n->ba->entries);
-    stq_le_p(info + 8, e->offset);
-    stq_le_p(info + 16, e->slba);
-    stq_le_p(info + 24, e->nlb);
-    stq_le_p(info + 32, e->nlb << n->lba_shift);
-    stq_le_p(info + 40, n->ba->size);
-    stl_le_p(info + 48, n->lba_size);
-    stl_le_p(info + 52, n->ba->hdr->dumps);
-    stq_le_p(info + 56, n->ba_dump_ns);
-    return nhc_dma_to_host(n, info, sizeof(info), &req->cmd);
+    e = nh_ba_entry(ba, eid);
+    info = (NhBaEntryInfo) {
+        .eid = cpu_to_le16(eid), .state = e.state, .restore = ba->restore,
+        .entries = cpu_to_le32(ba->entries), .offset = cpu_to_le64(e.offset),
+        .slba = cpu_to_le64(e.slba), .nlb = cpu_to_le64(e.nlb),
+        .length = cpu_to_le64(e.nlb << n->lba_shift), .window_size = cpu_to_le64(ba->size),
+        .lba_size = cpu_to_le32(n->lba_size), .dumps = cpu_to_le32(nh_ba_dumps(ba)),
+        .dump_ns = cpu_to_le64(n->bar1.dump_ns),
+    };
+    return nhc_dma_to_host(n, &info, sizeof(info), &req->cmd);
+}
+
+/* BA_READ_DMA: a pinned entry, and a length the dispatch then holds to MDTS. */
+uint16_t nhc_ba_read_dma_check(NhcCtrl *n, NhcReq *req)
+{
+    uint16_t status = nhc_ba_status(nh_ba_check_entry(n->bar1.ba, nhc_ba_eid(req)));
+
+    if (!status && !le32_to_cpu(req->cmd.cdw12)) {
+        return NHC_ERR(NVME_INVALID_FIELD);
+    }
+    return status;
+}
+
+uint64_t nhc_ba_read_dma_len(NhcCtrl *n, NhcReq *req)
+{
+    return le32_to_cpu(req->cmd.cdw12);
 }
 
 uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req)
 {
-    uint32_t eid = le32_to_cpu(req->cmd.cdw10);
     uint64_t off = le32_to_cpu(req->cmd.cdw11);
     uint64_t len = le32_to_cpu(req->cmd.cdw12);
-    const NhBaEntry *e;
-    uint16_t status;
+    NhBaEntry e = nh_ba_entry(n->bar1.ba, nhc_ba_eid(req));
 
-    if (!n->ba) {
-        return NHC_ERR(NVME_INVALID_OPCODE);
-    }
-    status = nhc_ba_status(nh_ba_check_entry(n->ba, eid));
-    if (status) {
-        return status;
-    }
-    if (len == 0 || len > (4096u << NHC_MDTS)) {
-        return NHC_ERR(NVME_INVALID_FIELD);
-    }
-    e = &n->ba->table[eid];
-    if (off > e->nlb << n->lba_shift || len > (e->nlb << n->lba_shift) - off) {
+    if (off > e.nlb << n->lba_shift || len > (e.nlb << n->lba_shift) - off) {
         return NHC_ERR(NHC_SC_BA_WINDOW_RANGE);
     }
-    return nhc_dma_to_host(n, n->ba->window + e->offset + off, len, &req->cmd);
+    return nhc_dma_to_host(n, n->bar1.ba->window + e.offset + off, len, &req->cmd);
 }
 
 /* Is a BA_PIN admitted and not finished for LBAs overlapping [slba, slba + nlb)? */
 static bool nhc_ba_pin_pending(NhcCtrl *n, uint64_t slba, uint64_t nlb)
 {
-    for (guint i = 0; i < n->ba_ops->len; i++) {
-        NhcReq *pin = g_ptr_array_index(n->ba_ops, i);
+    for (guint i = 0; i < n->bar1.ops->len; i++) {
+        NhcReq *pin = g_ptr_array_index(n->bar1.ops, i);
         uint64_t off, pslba, pnlb;
 
         if (pin->cmd.opcode == NHC_ADM_BA_PIN) {
@@ -507,7 +496,7 @@ bool nhc_ba_dma_hits_window(NhcCtrl *n, QEMUSGList *qsg)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(n));
 
-    if (!n->ba) {
+    if (!n->bar1.ba) {
         return false;
     }
     RCU_READ_LOCK_GUARD();
@@ -518,7 +507,7 @@ bool nhc_ba_dma_hits_window(NhcCtrl *n, QEMUSGList *qsg)
             hwaddr xlat, plen = len;
             MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen, true,
                                                        MEMTXATTRS_UNSPECIFIED);
-            if (mr == &n->ba_ram) {
+            if (mr == &n->bar1.ram) {
                 return true;
             }
             if (!plen) {
@@ -535,12 +524,9 @@ bool nhc_ba_dma_hits_window(NhcCtrl *n, QEMUSGList *qsg)
 /* Block-path writes (Write, Write Zeroes, Deallocate) to pinned LBAs are refused: the window
  * owns those LBAs until BA_FLUSH releases them, and a silent overwrite would be lost at the
  * next BA_SYNC. */
-uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb)
+static uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb)
 {
-    if (!n->ba) {
-        return NVME_SUCCESS;
-    }
-    if (nh_ba_lbas_pinned(n->ba, slba, nlb)) {
+    if (nh_ba_lbas_pinned(n->bar1.ba, slba, nlb)) {
         return NHC_ERR(NVME_ACCESS_DENIED);
     }
     return nhc_ba_pin_pending(n, slba, nlb) ? NHC_ERR(NVME_ACCESS_DENIED) : NVME_SUCCESS;
@@ -551,15 +537,15 @@ uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb)
 /* The capacitors save the window (a power cut, or QEMU exiting). */
 void nhc_ba_power_loss(NhcCtrl *n)
 {
-    trace_nhc_ba_power_loss(n->ba != NULL);
-    if (n->ba) {
-        nh_ba_dump(n->ba, n->ba_dump_ns);
+    trace_nhc_ba_power_loss(n->bar1.ba != NULL);
+    if (n->bar1.ba) {
+        nh_ba_dump(n->bar1.ba, n->bar1.dump_ns);
     }
 }
 
 static void nhc_ba_exit_notify(Notifier *notifier, void *data)
 {
-    nhc_ba_power_loss(container_of(notifier, NhcCtrl, ba_exit_notifier));
+    nhc_ba_power_loss(container_of(notifier, NhcCtrl, bar1.exit_notifier));
 }
 
 /* ------------------------------------------------------------------------------ realize */
@@ -569,52 +555,54 @@ bool nhc_ba_realize(NhcCtrl *n, Error **errp)
     g_autoptr(GError) gerr = NULL;
     g_autofree char *path = NULL;
 
-    if (!n->ba_size) {
+    if (!n->bar1.size) {
         return true;
     }
-    if (!is_power_of_2(n->ba_size) || n->ba_size < NH_BA_MIN_SIZE ||
-        n->ba_size > NH_BA_MAX_SIZE) {
+    if (!is_power_of_2(n->bar1.size) || n->bar1.size < NH_BA_MIN_SIZE ||
+        n->bar1.size > NH_BA_MAX_SIZE) {
         error_setg(errp, "ba-size: must be 0 (no window) or a power of two from 4K to 1G, "
-                   "got %" PRIu64, n->ba_size);
+                   "got %" PRIu64, n->bar1.size);
         return false;
     }
-    if (n->ba_entries < 1 || n->ba_entries > NH_BA_MAX_ENTRIES) {
+    if (n->bar1.entries < 1 || n->bar1.entries > NH_BA_MAX_ENTRIES) {
         error_setg(errp, "ba-entries: must be between 1 and %zu, got %u",
-                   (size_t)NH_BA_MAX_ENTRIES, n->ba_entries);
+                   (size_t)NH_BA_MAX_ENTRIES, n->bar1.entries);
         return false;
     }
     if (!nhc_ba_persist_check(n, errp)) {
         return false;
     }
-    if (!nh_ba_check_energy(n->ba_size, nh_engine_config(n->engine), n->ba_cap_uf,
-                            n->ba_cap_volt, &n->ba_dump_ns, &gerr)) {
+    if (!nh_ba_check_energy(n->bar1.size, nh_engine_config(n->engine), n->bar1.cap_uf,
+                            n->bar1.cap_volt, &n->bar1.dump_ns, &gerr)) {
         error_setg(errp, "%s", gerr->message);
         return false;
     }
-    path = nhc_file_property(n, n->ba_file, ".nh-ba");
-    n->ba = nh_ba_open(path, n->ba_size, n->ba_entries, n->lba_size, n->nsze, &gerr);
-    if (!n->ba) {
+    path = nhc_file_property(n, n->bar1.file, ".nh-ba");
+    n->bar1.ba = nh_ba_open(path, n->bar1.size, n->bar1.entries, n->lba_size, n->nsze, &gerr);
+    if (!n->bar1.ba) {
         error_setg(errp, "%s", gerr->message);
         return false;
     }
-    if (n->ba->restore_why) {
+    if (n->bar1.ba->restore_why) {
         warn_report("nvme-hybrid: BA window in %s not restored: %s", path,
-                    n->ba->restore_why);
+                    n->bar1.ba->restore_why);
     }
 
-    memory_region_init(&n->ba_bar, OBJECT(n), "nvme-hybrid-bar1", n->ba_size);
-    memory_region_init_ram_ptr(&n->ba_ram, OBJECT(n), "nvme-hybrid-ba-window", n->ba_size,
-                               n->ba->window);
-    memory_region_add_subregion(&n->ba_bar, 0, &n->ba_ram);
-    memory_region_set_enabled(&n->ba_ram, false);   /* until PMRCTL.EN */
+    memory_region_init(&n->bar1.bar, OBJECT(n), "nvme-hybrid-bar1", n->bar1.size);
+    memory_region_init_ram_ptr(&n->bar1.ram, OBJECT(n), "nvme-hybrid-ba-window", n->bar1.size,
+                               n->bar1.ba->window);
+    memory_region_add_subregion(&n->bar1.bar, 0, &n->bar1.ram);
+    memory_region_set_enabled(&n->bar1.ram, false);   /* until PMRCTL.EN */
     pci_register_bar(PCI_DEVICE(n), 1, PCI_BASE_ADDRESS_SPACE_MEMORY |
-                     PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH, &n->ba_bar);
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 | PCI_BASE_ADDRESS_MEM_PREFETCH, &n->bar1.bar);
     NVME_CAP_SET_PMRS(n->cap, 1);
     nhc_ba_persist_init(n);
 
-    n->ba_ops = g_ptr_array_new();
-    n->ba_exit_notifier.notify = nhc_ba_exit_notify;
-    qemu_add_exit_notifier(&n->ba_exit_notifier);
+    n->bar1.ops = g_ptr_array_new();
+    n->write_hooks.admit = nhc_ba_check_write;
+    n->write_hooks.ended = nhc_ba_req_ended;
+    n->bar1.exit_notifier.notify = nhc_ba_exit_notify;
+    qemu_add_exit_notifier(&n->bar1.exit_notifier);
     return true;
 }
 
@@ -630,13 +618,15 @@ void nhc_ba_report_restore(NhcCtrl *n)
 
 void nhc_ba_exit(NhcCtrl *n)
 {
-    if (!n->ba) {
+    if (!n->bar1.ba) {
         return;
     }
     nhc_ba_power_loss(n);
-    qemu_remove_exit_notifier(&n->ba_exit_notifier);
+    qemu_remove_exit_notifier(&n->bar1.exit_notifier);
     nhc_ba_persist_exit(n);
-    nh_ba_close(n->ba);
-    n->ba = NULL;
-    g_clear_pointer(&n->ba_ops, g_ptr_array_unref);
+    nh_ba_close(n->bar1.ba);
+    n->bar1.ba = NULL;
+    g_clear_pointer(&n->bar1.ops, g_ptr_array_unref);
+    n->write_hooks.admit = NULL;
+    n->write_hooks.ended = NULL;
 }

@@ -261,6 +261,7 @@ static void nhc_free(NhcCtrl *n)
     g_clear_pointer(&n->vendor_log, g_byte_array_unref);
     g_clear_pointer(&n->dir, nhc_dir_free);
     g_clear_pointer(&n->fdp, nhc_fdp_free);
+    nhc_undo_free(n);
     g_clear_pointer(&n->engine, nh_engine_free);
 }
 
@@ -287,6 +288,7 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
         return;
     }
     n->vwc_present = n->backend_wc || nh_engine_volatile_write_cache(n->engine);
+    nhc_undo_attach(n);
     if (!nhc_fdp_realize(n, errp)) {
         goto fail;
     }

@@ -78,6 +78,9 @@ void nhc_dir_realize(NhcCtrl *n)
         d->ns[i].open = g_new0(NhcStream, MAX(d->msl, 1));
     }
     n->dir = d;
+    if (!n->fdp) {
+        n->write_hooks.place = nhc_io_write_stream;
+    }
 }
 
 void nhc_dir_free(NhcDirectives *d)
@@ -191,7 +194,7 @@ void nhc_dir_reset(NhcCtrl *n)
  */
 uint16_t nhc_io_write_stream(NhcCtrl *n, NhcReq *req, uint16_t *tag)
 {
-    NhcDirNs *ns = &n->dir->ns[le32_to_cpu(req->cmd.nsid) - 1];    /* nhc_io_dispatch checked it */
+    NhcDirNs *ns = &n->dir->ns[le32_to_cpu(req->cmd.nsid) - 1];    /* nhc_dispatch checked it */
     uint8_t dtype = (le32_to_cpu(req->cmd.cdw12) >> 20) & 0xf;
     uint16_t dspec = le32_to_cpu(req->cmd.cdw13) >> 16;
 

@@ -107,6 +107,7 @@ bool nhc_fdp_realize(NhcCtrl *n, Error **errp)
     f->runs = nh_engine_unit_bytes(n->engine);
     f->enabled = g_new0(uint8_t, f->nruh);
     n->fdp = f;
+    n->write_hooks.place = nhc_io_write_placement;
     return true;
 }
 

@@ -174,7 +174,7 @@ static uint16_t nhc_set_write_cache(NhcCtrl *n, NhcReq *req, bool enable)
         return NVME_SUCCESS;
     }
     nh_engine_submit(n->engine, &flush, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), &done, NULL);
-    nhc_undo_clear(n);
+    nhc_write_flushed(n);
     req->pending = 1;
     nhc_backend_flush(n, req);
     return NHC_ASYNC;

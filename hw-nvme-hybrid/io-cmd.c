@@ -1,6 +1,6 @@
 /*
- * io-cmd.c - NVM I/O commands (Read, Write, Flush, Write Zeroes, Dataset Management, Compare),
- * PRP data transfer, and the hand-off to the engine and the block backend.
+ * io-cmd.c - NVM I/O commands (Read, Write, Flush, Write Zeroes, Dataset Management, Compare)
+ * and their table, and the hand-off to the engine and the block backend.
  *
  * Each command is first validated (nothing is touched on error), then modeled by the engine,
  * which returns its completion time, then carried out on the block backend.  It completes when
@@ -14,151 +14,6 @@
 #include "nvme-hybrid.h"
 #include "trace.h"
 
-
-/* ------------------------------------------------------------------------------ PRPs */
-
-/*
- * Does [addr, addr + len) resolve to guest RAM the device may read (or, @to_host, write)?  Only
- * such memory is handed to DMA: a pointer into MMIO, above all the device's own registers,
- * would have a block-layer completion write registers outside any reentrancy guard, and one
- * into unassigned space takes QEMU's bounce buffer, which a misaligned transfer never returns.
- */
-bool nhc_dma_is_ram(NhcCtrl *n, uint64_t addr, uint64_t len, bool to_host)
-{
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(n));
-
-    if (addr + len < addr) {
-        return false;
-    }
-    RCU_READ_LOCK_GUARD();
-    while (len) {
-        hwaddr xlat, plen = len;
-        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen, to_host,
-                                                   MEMTXATTRS_UNSPECIFIED);
-
-        if (!plen || !memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
-            (to_host && memory_region_is_rom(mr))) {
-            return false;
-        }
-        plen = MIN(plen, len);
-        addr += plen;
-        len -= plen;
-    }
-    return true;
-}
-
-static uint16_t nhc_prp_add(NhcCtrl *n, QEMUSGList *qsg, uint64_t addr, uint32_t len,
-                            bool to_host)
-{
-    if (!nhc_dma_is_ram(n, addr, len, to_host)) {
-        NHC_GUEST_ERR(trace_nhc_err_prp_not_ram(addr, len),
-                      "PRP 0x%" PRIx64 " (+%u) is not guest RAM", addr, len);
-        return NHC_ERR(NVME_DATA_TRAS_ERROR);
-    }
-    qemu_sglist_add(qsg, addr, len);
-    return NVME_SUCCESS;
-}
-
-/*
- * Build @qsg from a PRP pair for @len bytes moving to the host (@to_host) or from it.  PRP1 may
- * start anywhere dword aligned; every later entry must be page aligned (PRP Offset Invalid
- * otherwise); PRP2 is a list pointer when more than two pages are needed, and the last entry of
- * a full list page chains to the next one.  Every page and list page must be guest RAM (Data
- * Transfer Error otherwise).
- */
-uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, uint32_t len,
-                     bool to_host)
-{
-    PCIDevice *pci = PCI_DEVICE(n);
-    uint64_t psz = n->page_size;
-    uint32_t trans = MIN(len, psz - (prp1 & (psz - 1)));
-    uint16_t status;
-
-    pci_dma_sglist_init(qsg, pci, 1 + DIV_ROUND_UP(len, psz));
-    if (prp1 & 3) {
-        return NHC_ERR(NVME_INVALID_PRP_OFFSET);
-    }
-    status = nhc_prp_add(n, qsg, prp1, trans, to_host);
-    len -= trans;
-    if (status || !len) {
-        return status;
-    }
-    if (len <= psz) {
-        if (prp2 & (psz - 1)) {
-            return NHC_ERR(NVME_INVALID_PRP_OFFSET);
-        }
-        return nhc_prp_add(n, qsg, prp2, len, to_host);
-    }
-
-    /* PRP list */
-    if (prp2 & 7) {
-        return NHC_ERR(NVME_INVALID_PRP_OFFSET);
-    }
-    while (len) {
-        /* entries left in this list page, and no more than the transfer still needs */
-        uint32_t nents = MIN((psz - (prp2 & (psz - 1))) / 8, DIV_ROUND_UP(len, psz) + 1);
-        g_autofree uint64_t *list = g_new(uint64_t, nents);
-        uint32_t i;
-
-        if (!nhc_dma_is_ram(n, prp2, nents * 8, false) ||
-            pci_dma_read(pci, prp2, list, nents * 8) != MEMTX_OK) {
-            return NHC_ERR(NVME_DATA_TRAS_ERROR);
-        }
-        for (i = 0; i < nents && len; i++) {
-            uint64_t ent = le64_to_cpu(list[i]);
-
-            if (i == nents - 1 && len > psz) {
-                if (ent & (psz - 1)) {
-                    return NHC_ERR(NVME_INVALID_PRP_OFFSET);
-                }
-                prp2 = ent;         /* chain to the next list page */
-                break;
-            }
-            if (ent & (psz - 1)) {
-                return NHC_ERR(NVME_INVALID_PRP_OFFSET);
-            }
-            trans = MIN(len, psz);
-            status = nhc_prp_add(n, qsg, ent, trans, to_host);
-            if (status) {
-                return status;
-            }
-            len -= trans;
-        }
-    }
-    return NVME_SUCCESS;
-}
-
-static uint16_t nhc_dma_buf(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd,
-                            DMADirection dir)
-{
-    QEMUSGList qsg;
-    uint16_t status;
-    uint8_t *p = buf;
-
-    status = nhc_map_prp(n, &qsg, le64_to_cpu(cmd->dptr.prp1), le64_to_cpu(cmd->dptr.prp2),
-                         len, dir == DMA_DIRECTION_FROM_DEVICE);
-    for (int i = 0; !status && i < qsg.nsg; i++) {
-        MemTxResult r = dir == DMA_DIRECTION_FROM_DEVICE ?
-            pci_dma_write(PCI_DEVICE(n), qsg.sg[i].base, p, qsg.sg[i].len) :
-            pci_dma_read(PCI_DEVICE(n), qsg.sg[i].base, p, qsg.sg[i].len);
-        if (r != MEMTX_OK) {
-            status = NHC_ERR(NVME_DATA_TRAS_ERROR);
-        }
-        p += qsg.sg[i].len;
-    }
-    qemu_sglist_destroy(&qsg);
-    return status;
-}
-
-uint16_t nhc_dma_to_host(NhcCtrl *n, const void *buf, uint32_t len, NvmeCmd *cmd)
-{
-    return nhc_dma_buf(n, (void *)buf, len, cmd, DMA_DIRECTION_FROM_DEVICE);
-}
-
-uint16_t nhc_dma_from_host(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd)
-{
-    return nhc_dma_buf(n, buf, len, cmd, DMA_DIRECTION_TO_DEVICE);
-}
 
 /* ------------------------------------------------------------------------------ model */
 
@@ -335,37 +190,6 @@ static void nhc_io_read_bounced_cb(void *opaque, int ret)
     nhc_guard_exit(n, was);
 }
 
-/* The old bytes of a write's LBAs are in req->bounce (state.c, nhc_undo_*): keep them, then
- * write the new ones. */
-static void nhc_io_write_kept_cb(void *opaque, int ret)
-{
-    NhcReq *req = opaque;
-    NhcCtrl *n = req->sq->n;
-    uint64_t off = req->lba_lo << n->lba_shift, len = req->bounce_len;
-    bool was;
-
-    if (n->power_cut) {
-        return;     /* the new bytes must not follow the restore of the old ones */
-    }
-    was = nhc_guard_enter(n);
-    nhc_event(n, NHC_EV_BACKEND_DONE);
-    req->aiocb = NULL;
-    if (ret < 0 || req->aborted) {
-        nhc_req_backend_done(req, ret);
-    } else {
-        nhc_undo_keep(n, req->undo_epoch, req->lba_lo, req->lba_hi - req->lba_lo,
-                      req->bounce);
-        if (nhc_exact_time(n)) {
-            nhc_io_rw_sync(n, req, off, len, true, false);
-        } else {
-            nhc_event(n, NHC_EV_BACKEND_ISSUE);
-            req->aiocb = dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE,
-                                       nhc_req_backend_cb, req);
-        }
-    }
-    nhc_guard_exit(n, was);
-}
-
 /*
  * Move @iov to (@write) or from the backend at @off for @req; @cb runs when it is done, at once
  * under -icount (see above).  Commands that are not NVM I/O (the BAR1 window's) use this, so no
@@ -417,31 +241,68 @@ static uint16_t nhc_check_range(NhcCtrl *n, uint64_t slba, uint64_t nlb)
 }
 
 /*
- * What Read, Write and Compare check before anything happens: the LBA range (and, for a write,
- * that no BAR1 entry pins it), the transfer size against MDTS, and the PRPs, mapped into
- * req->qsg.  On success *off and *len give the byte range.
+ * What Read, Write and Compare check before anything happens: the LBA range and, for a write,
+ * that no BAR1 entry pins it.  The dispatch then holds their length to MDTS and maps the PRPs
+ * into req->qsg.
  */
-static uint16_t nhc_rw_check_and_map(NhcCtrl *n, NhcReq *req, bool write, uint64_t *off,
-                                     uint64_t *len)
+static uint16_t nhc_rw_check(NhcCtrl *n, NhcReq *req)
 {
     NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
     uint64_t slba = le64_to_cpu(rw->slba);
     uint32_t nlb = le16_to_cpu(rw->nlb) + 1;
-    uint16_t status = nhc_check_range(n, slba, nlb);
+    uint16_t status;
 
-    if (!status && write) {
-        status = nhc_ba_check_write(n, slba, nlb);
+    if (rw->opcode == NVME_CMD_COMPARE) {
+        trace_nhc_io_compare(le16_to_cpu(rw->cid), slba, nlb);
+    } else {
+        trace_nhc_io_rw(le16_to_cpu(rw->cid), rw->opcode == NVME_CMD_WRITE, slba, nlb,
+                        le16_to_cpu(rw->control) & NVME_RW_FUA);
     }
-    if (status) {
-        return status;
+    status = nhc_check_range(n, slba, nlb);
+    if (!status && rw->opcode == NVME_CMD_WRITE) {
+        status = nhc_write_admit(n, slba, nlb);
     }
-    *off = slba << n->lba_shift;
-    *len = (uint64_t)nlb << n->lba_shift;
-    if (*len > (4096u << NHC_MDTS)) {
-        return NHC_ERR(NVME_INVALID_FIELD);
+    return status;
+}
+
+static uint64_t nhc_rw_len(NhcCtrl *n, NhcReq *req)
+{
+    return (uint64_t)(le16_to_cpu(((NvmeRwCmd *)&req->cmd)->nlb) + 1) << n->lba_shift;
+}
+
+/*
+ * A Write's bytes to the backend at @off (the write path's issue hook may have read the old
+ * ones first).  FUA reaches the backend too, so the data is on stable storage when the write
+ * completes even though the backend caches writes (the block layer flushes where it must).
+ */
+void nhc_io_write_backend(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, bool fua)
+{
+    if (nhc_exact_time(n)) {
+        nhc_io_rw_sync(n, req, off, len, true, fua);
+        return;
     }
-    return nhc_map_prp(n, &req->qsg, le64_to_cpu(rw->dptr.prp1), le64_to_cpu(rw->dptr.prp2),
-                       *len, !write && req->cmd.opcode == NVME_CMD_READ);
+    nhc_event(n, NHC_EV_BACKEND_ISSUE);
+    req->aiocb = fua ? dma_blk_io(&req->qsg, off, BDRV_SECTOR_SIZE, nhc_blk_fua_write, n,
+                                  nhc_req_backend_cb, req, DMA_DIRECTION_TO_DEVICE) :
+        dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_req_backend_cb, req);
+}
+
+static void nhc_io_read_backend(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len)
+{
+    if (nhc_exact_time(n)) {
+        nhc_io_rw_sync(n, req, off, len, false, false);
+        return;
+    }
+    if (nhc_ba_dma_hits_window(n, &req->qsg)) {
+        req->bounce_len = len;
+        req->bounce = g_malloc(len);
+        qemu_iovec_init_buf(&req->iov, req->bounce, len);
+        nhc_backend_rw(n, req, off, &req->iov, false, 0, nhc_io_read_bounced_cb);
+        return;
+    }
+    nhc_event(n, NHC_EV_BACKEND_ISSUE);
+    req->aiocb = dma_blk_read(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE,
+                              nhc_req_backend_cb, req);
 }
 
 static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
@@ -452,16 +313,12 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     /* Dataset Management field, Access Latency = Low (11b): a priority request, during which
      * the engine defers background cleaning (seed 001's priority-aware cleaning). */
     uint32_t prio = (rw->dsmgmt & 0x30) == NVME_RW_DSM_LATENCY_LOW ? NH_REQ_PRIORITY : 0;
-    uint64_t off, len;
+    uint64_t off = le64_to_cpu(rw->slba) << n->lba_shift, len = nhc_rw_len(n, req);
     uint16_t stream = 0;
-    uint16_t status = nhc_rw_check_and_map(n, req, write, &off, &len);
-    bool keep = false, old_data = false;
+    uint16_t status = NVME_SUCCESS;
 
-    trace_nhc_io_rw(le16_to_cpu(rw->cid), write, le64_to_cpu(rw->slba),
-                    le16_to_cpu(rw->nlb) + 1, fua);
-    if (!status && write) {
-        status = n->fdp ? nhc_io_write_placement(n, req, &stream) :  /* fdp.c */
-                 nhc_io_write_stream(n, req, &stream);      /* directives.c */
+    if (write && n->write_hooks.place) {
+        status = n->write_hooks.place(n, req, &stream);
     }
     if (status) {
         return status;
@@ -471,12 +328,8 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
         req->lba_lo = off >> n->lba_shift;
         req->lba_hi = (off + len) >> n->lba_shift;
         /* before the engine models it: whether the LBAs hold data is the old mapping's say */
-        keep = !fua && nhc_undo_wanted(n, off, len, &old_data);
-        req->undo_epoch = n->undo_epoch;
-        if (keep && old_data) {
-            /* from the moment the buffer holds the write, a power cut must find the old
-             * bytes: they stay in the backend until nhc_io_write_kept_cb has them */
-            nhc_undo_pending(n, req->lba_lo, req->lba_hi - req->lba_lo);
+        if (!fua && n->write_hooks.buffered) {
+            n->write_hooks.buffered(n, req);
         }
     }
     status = nhc_io_model(n, req, write ? NH_OP_WRITE : NH_OP_READ, off, len,
@@ -484,44 +337,20 @@ static uint16_t nhc_io_rw(NhcCtrl *n, NhcReq *req)
     if (status != NHC_ASYNC) {
         return status;
     }
-    if (write) {
-        n->smart.host_write_cmds++;
-        n->smart.data_units_written += len >> 9;
-        if (fua) {
-            nhc_undo_drop(n, req->lba_lo, req->lba_hi - req->lba_lo);
-        } else if (keep && !old_data) {
-            nhc_undo_keep(n, req->undo_epoch, req->lba_lo, req->lba_hi - req->lba_lo, NULL);
-        } else if (keep) {
-            /* read what the LBAs hold first (nhc_io_write_kept_cb writes the new bytes) */
-            req->bounce_len = len;
-            req->bounce = g_malloc(len);
-            qemu_iovec_init_buf(&req->iov, req->bounce, len);
-            nhc_backend_rw(n, req, off, &req->iov, false, 0, nhc_io_write_kept_cb);
-            return NHC_ASYNC;
-        }
-    } else {
+    if (!write) {
         n->smart.host_read_cmds++;
         n->smart.data_units_read += len >> 9;
-    }
-    if (nhc_exact_time(n)) {
-        nhc_io_rw_sync(n, req, off, len, write, fua);
+        nhc_io_read_backend(n, req, off, len);
         return NHC_ASYNC;
     }
-    if (!write && nhc_ba_dma_hits_window(n, &req->qsg)) {
-        req->bounce_len = len;
-        req->bounce = g_malloc(len);
-        qemu_iovec_init_buf(&req->iov, req->bounce, len);
-        nhc_backend_rw(n, req, off, &req->iov, false, 0, nhc_io_read_bounced_cb);
+    n->smart.host_write_cmds++;
+    n->smart.data_units_written += len >> 9;
+    if (fua) {
+        nhc_write_durable(n, req->lba_lo, req->lba_hi - req->lba_lo);
+    } else if (n->write_hooks.issue && n->write_hooks.issue(n, req)) {
         return NHC_ASYNC;
     }
-    nhc_event(n, NHC_EV_BACKEND_ISSUE);
-    /* FUA reaches the backend too, so the data is on stable storage when the write completes
-     * even though the backend caches writes (the block layer flushes where it must). */
-    req->aiocb = !write ? dma_blk_read(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE,
-                                       nhc_req_backend_cb, req) :
-        fua ? dma_blk_io(&req->qsg, off, BDRV_SECTOR_SIZE, nhc_blk_fua_write, n,
-                         nhc_req_backend_cb, req, DMA_DIRECTION_TO_DEVICE) :
-        dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_req_backend_cb, req);
+    nhc_io_write_backend(n, req, off, len, fua);
     return NHC_ASYNC;
 }
 
@@ -554,14 +383,8 @@ static void nhc_compare_cb(void *opaque, int ret)
 static uint16_t nhc_io_compare(NhcCtrl *n, NhcReq *req)
 {
     NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
-    uint64_t off, len;
-    uint16_t status = nhc_rw_check_and_map(n, req, false, &off, &len);
-
-    trace_nhc_io_compare(le16_to_cpu(rw->cid), le64_to_cpu(rw->slba), le16_to_cpu(rw->nlb) + 1);
-    if (status) {
-        return status;
-    }
-    status = nhc_io_model(n, req, NH_OP_READ, off, len, 0, 0);
+    uint64_t off = le64_to_cpu(rw->slba) << n->lba_shift, len = nhc_rw_len(n, req);
+    uint16_t status = nhc_io_model(n, req, NH_OP_READ, off, len, 0, 0);
     if (status != NHC_ASYNC) {
         return status;
     }
@@ -570,6 +393,19 @@ static uint16_t nhc_io_compare(NhcCtrl *n, NhcReq *req)
     qemu_iovec_init_buf(&req->iov, req->bounce, len);
     nhc_backend_rw(n, req, off, &req->iov, false, 0, nhc_compare_cb);
     return NHC_ASYNC;
+}
+
+static uint16_t nhc_write_zeroes_check(NhcCtrl *n, NhcReq *req)
+{
+    NvmeRwCmd *rw = (NvmeRwCmd *)&req->cmd;
+    uint64_t slba = le64_to_cpu(rw->slba);
+    uint32_t nlb = le16_to_cpu(rw->nlb) + 1;
+    uint16_t status;
+
+    trace_nhc_io_write_zeroes(le16_to_cpu(rw->cid), slba, nlb,
+                              le32_to_cpu(req->cmd.cdw12) & (1 << 25));
+    status = nhc_check_range(n, slba, nlb);
+    return status ? status : nhc_write_admit(n, slba, nlb);
 }
 
 static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
@@ -582,21 +418,13 @@ static uint16_t nhc_io_write_zeroes(NhcCtrl *n, NhcReq *req)
     bool deac = le32_to_cpu(req->cmd.cdw12) & (1 << 25);
     uint16_t status;
 
-    trace_nhc_io_write_zeroes(le16_to_cpu(rw->cid), slba, nlb, deac);
-    status = nhc_check_range(n, slba, nlb);
-    if (!status) {
-        status = nhc_ba_check_write(n, slba, nlb);
-    }
-    if (status) {
-        return status;
-    }
     req->lba_lo = slba;
     req->lba_hi = slba + nlb;
     status = nhc_io_model(n, req, deac ? NH_OP_TRIM : NH_OP_WRITE, off, len, 0, 0);
     if (status != NHC_ASYNC) {
         return status;
     }
-    nhc_undo_drop(n, slba, nlb);     /* zeroes either way: nothing older to fall back to */
+    nhc_write_durable(n, slba, nlb);     /* zeroes either way: nothing older to fall back to */
     n->smart.host_write_cmds++;
     nhc_event(n, NHC_EV_BACKEND_ISSUE);
     if (nhc_exact_time(n)) {
@@ -667,8 +495,8 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
     for (uint32_t i = 0; i < nr; i++) {
         status = nhc_check_range(n, le64_to_cpu(ranges[i].slba), le32_to_cpu(ranges[i].nlb));
         if (!status) {
-            status = nhc_ba_check_write(n, le64_to_cpu(ranges[i].slba),
-                                        le32_to_cpu(ranges[i].nlb));
+            status = nhc_write_admit(n, le64_to_cpu(ranges[i].slba),
+                                     le32_to_cpu(ranges[i].nlb));
         }
         if (status) {
             return status;
@@ -689,7 +517,7 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
         if (status) {
             return status;
         }
-        nhc_undo_drop(n, le64_to_cpu(ranges[i].slba), nlb);
+        nhc_write_durable(n, le64_to_cpu(ranges[i].slba), nlb);
         done = MAX(done, t);
     }
     nhc_io_arm(n, req, now, done, 1);
@@ -714,45 +542,46 @@ static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
     if (status != NHC_ASYNC) {
         return status;
     }
-    nhc_undo_clear(n);               /* the buffer holds nothing dirty now */
+    nhc_write_flushed(n);            /* the buffer holds nothing dirty now */
     nhc_backend_flush(n, req);
     return NHC_ASYNC;
 }
 
-uint16_t nhc_io_dispatch(NhcCtrl *n, NhcReq *req)
+/* The DSM range list: Number of Ranges + 1 entries of 16 bytes, at most 4 KiB. */
+static uint64_t nhc_dsm_len(NhcCtrl *n, NhcReq *req)
 {
-    uint32_t nsid = le32_to_cpu(req->cmd.nsid);
-
-    if (NVME_CMD_FLAGS_FUSE(req->cmd.flags) || NVME_CMD_FLAGS_PSDT(req->cmd.flags)) {
-        return NHC_ERR(NVME_INVALID_FIELD);
-    }
-    if (req->cmd.opcode == NVME_CMD_FLUSH && nsid == NVME_NSID_BROADCAST) {
-        return nhc_io_flush(n, req);
-    }
-    switch (req->cmd.opcode) {
-    case NVME_CMD_FLUSH:
-    case NVME_CMD_WRITE:
-    case NVME_CMD_READ:
-    case NVME_CMD_COMPARE:
-    case NVME_CMD_WRITE_ZEROES:
-    case NVME_CMD_DSM:
-    case NVME_CMD_IO_MGMT_RECV:
-    case NVME_CMD_IO_MGMT_SEND:
-        if (nsid != NHC_NSID) {
-            return NHC_ERR(NVME_INVALID_NSID);
-        }
-        break;
-    default:
-        return NHC_ERR(NVME_INVALID_OPCODE);
-    }
-    switch (req->cmd.opcode) {
-    case NVME_CMD_FLUSH:        return nhc_io_flush(n, req);
-    case NVME_CMD_WRITE:
-    case NVME_CMD_READ:         return nhc_io_rw(n, req);
-    case NVME_CMD_COMPARE:      return nhc_io_compare(n, req);
-    case NVME_CMD_WRITE_ZEROES: return nhc_io_write_zeroes(n, req);
-    case NVME_CMD_IO_MGMT_RECV: return nhc_io_mgmt_recv(n, req);     /* fdp.c */
-    case NVME_CMD_IO_MGMT_SEND: return nhc_io_mgmt_send(n, req);
-    default:                    return nhc_io_dsm(n, req);
-    }
+    return ((le32_to_cpu(req->cmd.cdw10) & 0xff) + 1) * sizeof(NvmeDsmRange);
 }
+
+/*
+ * The NVM command set (dispatch in cmds.c).  Effects: Write, Write Zeroes and Dataset
+ * Management change what the LBAs read back (LBCC); a Flush makes writes durable but changes
+ * no content, and the I/O Management commands move no data.
+ */
+const NhcCmd nhc_io_cmds[256] = {
+    [NVME_CMD_FLUSH] = {
+        .execute = nhc_io_flush, .flags = NHC_CMD_NSID | NHC_CMD_NSID_ALL,
+    },
+    [NVME_CMD_WRITE] = {
+        .execute = nhc_io_rw, .check = nhc_rw_check, .data_len = nhc_rw_len,
+        .effects = NVME_CMD_EFF_LBCC, .flags = NHC_CMD_NSID | NHC_CMD_DATA_IN,
+    },
+    [NVME_CMD_READ] = {
+        .execute = nhc_io_rw, .check = nhc_rw_check, .data_len = nhc_rw_len,
+        .flags = NHC_CMD_NSID | NHC_CMD_DATA_OUT,
+    },
+    [NVME_CMD_COMPARE] = {
+        .execute = nhc_io_compare, .check = nhc_rw_check, .data_len = nhc_rw_len,
+        .flags = NHC_CMD_NSID | NHC_CMD_DATA_IN,
+    },
+    [NVME_CMD_WRITE_ZEROES] = {
+        .execute = nhc_io_write_zeroes, .check = nhc_write_zeroes_check,
+        .effects = NVME_CMD_EFF_LBCC, .flags = NHC_CMD_NSID,
+    },
+    [NVME_CMD_DSM] = {
+        .execute = nhc_io_dsm, .data_len = nhc_dsm_len,
+        .effects = NVME_CMD_EFF_LBCC, .flags = NHC_CMD_NSID,
+    },
+    [NVME_CMD_IO_MGMT_RECV] = { .execute = nhc_io_mgmt_recv, .flags = NHC_CMD_NSID },  /* fdp.c */
+    [NVME_CMD_IO_MGMT_SEND] = { .execute = nhc_io_mgmt_send, .flags = NHC_CMD_NSID },
+};

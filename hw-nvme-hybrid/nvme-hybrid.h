@@ -6,10 +6,14 @@
  *   ctrl.c       PCI function, controller enable/reset/shutdown, error log, properties
  *   regs.c       BAR0: registers, doorbells, MSI-X
  *   queues.c     submission and completion queues, fetch, completion, interrupts, deletion
- *   admin-cmd.c  admin commands (nhc_admin_*), log pages
+ *   cmds.c       the command table's dispatch, the Commands Supported and Effects log
+ *   admin-cmd.c  admin commands (nhc_admin_*) and their table, log pages
  *   features.c   Get/Set Features
- *   io-cmd.c     NVM I/O commands (nhc_io_*), PRP data transfer, the block backend
+ *   io-cmd.c     NVM I/O commands (nhc_io_*) and their table, the block backend
+ *   dma.c        PRP lists and data transfer to and from guest memory
  *   state.c      persistence of engine and SMART state across runs, crash recovery
+ *   undo.c       what a power cut falls back to: the old bytes of buffered writes
+ *   powercut.c   power cuts, now or at a numbered device event
  *   bar-pm.c     the BAR1 persistent-memory window: PMR registers, BA_* vendor admin
  *                commands, power loss (the logic is in bar-pm/ba-manager.c)
  *   ba-persist.c what a persist through the window costs on PCIe, in virtual time
@@ -35,6 +39,7 @@
 #include "qom/object.h"
 
 #include "engine.h"
+#include "nh-vendor.h"
 
 #define TYPE_NVME_HYBRID "nvme-hybrid"
 OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
@@ -43,10 +48,11 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
 #define NHC_FIRMWARE        "0.1"
 #define NHC_NSID            1
 #define NHC_MDTS            7       /* max transfer 2^7 * 4 KiB = 512 KiB */
+#define NHC_MAX_XFER        (4096u << NHC_MDTS)
 #define NHC_MAX_QENTRIES    1024    /* CAP.MQES + 1 */
 #define NHC_AERL            3       /* 4 outstanding Asynchronous Event Requests */
 #define NHC_ERROR_LOG_SIZE  64      /* entries kept in the Error Information log */
-#define NHC_VENDOR_LOG      0xc0    /* engine statistics, see docs/vendor-log.md */
+#define NHC_VENDOR_LOG      NH_STATS_LOG_ID /* engine statistics, see docs/vendor-log.md */
 #define NHC_ASYNC           0xffff  /* handler status: completion comes later */
 #define NHC_TEMPERATURE_K   308     /* no thermal model: a constant 35 C */
 #define NHC_ARBITRATION_DEFAULT 7   /* Arbitration Burst 7: no limit until the host sets one */
@@ -61,29 +67,80 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
 
 /* Vendor specific admin opcodes of the BAR1 window (docs/bar-pm.md); the low two bits give
  * the data direction: 00 none, 10 controller to host. */
-#define NHC_ADM_BA_PIN              0xc0
-#define NHC_ADM_BA_GET_ENTRY_INFO   0xc2
-#define NHC_ADM_BA_SYNC             0xc4
-#define NHC_ADM_BA_READ_DMA         0xc6
-#define NHC_ADM_BA_FLUSH            0xc8
+#define NHC_ADM_BA_PIN              NH_BA_OP_PIN        /* layouts in nh-vendor.h */
+#define NHC_ADM_BA_GET_ENTRY_INFO   NH_BA_OP_GET_ENTRY_INFO
+#define NHC_ADM_BA_SYNC             NH_BA_OP_SYNC
+#define NHC_ADM_BA_READ_DMA         NH_BA_OP_READ_DMA
+#define NHC_ADM_BA_FLUSH            NH_BA_OP_FLUSH
 
 /* Properties of the BAR1 window, in nhc_props. */
 #define NHC_BA_PROPERTIES                                                   \
-    DEFINE_PROP_SIZE("ba-size", NhcCtrl, ba_size, 8 * MiB),                 \
-    DEFINE_PROP_UINT32("ba-entries", NhcCtrl, ba_entries, 8),               \
-    DEFINE_PROP_STRING("ba-file", NhcCtrl, ba_file),                        \
-    DEFINE_PROP_UINT32("ba-cap-uf", NhcCtrl, ba_cap_uf, 810),               \
-    DEFINE_PROP_UINT32("ba-cap-volt", NhcCtrl, ba_cap_volt, 35),            \
-    DEFINE_PROP_UINT32("ba-rtt-ns", NhcCtrl, ba_rtt_ns, 1000),              \
-    DEFINE_PROP_UINT32("ba-write-mbps", NhcCtrl, ba_write_mbps, 3200)
+    DEFINE_PROP_SIZE("ba-size", NhcCtrl, bar1.size, 8 * MiB),               \
+    DEFINE_PROP_UINT32("ba-entries", NhcCtrl, bar1.entries, 8),             \
+    DEFINE_PROP_STRING("ba-file", NhcCtrl, bar1.file),                      \
+    DEFINE_PROP_UINT32("ba-cap-uf", NhcCtrl, bar1.cap_uf, 810),             \
+    DEFINE_PROP_UINT32("ba-cap-volt", NhcCtrl, bar1.cap_volt, 35),          \
+    DEFINE_PROP_UINT32("ba-rtt-ns", NhcCtrl, bar1.rtt_ns, 1000),            \
+    DEFINE_PROP_UINT32("ba-write-mbps", NhcCtrl, bar1.write_mbps, 3200)
 
 typedef struct NhcCtrl NhcCtrl;
 typedef struct NhcDirectives NhcDirectives;
 typedef struct NhcFdp NhcFdp;
 typedef struct NhcSQ NhcSQ;
 typedef struct NhcCQ NhcCQ;
+typedef struct NhcReq NhcReq;
 
-typedef struct NhcReq {
+/*
+ * The command table: per opcode, what the dispatch (cmds.c) does before the handler runs and
+ * what the command does to the host's view of the device.  admin-cmd.c and io-cmd.c each hold
+ * one, indexed by opcode; an entry without a handler is an opcode the device does not know.
+ * The Commands Supported and Effects log page (05h) is read off the same tables.
+ */
+typedef struct NhcCmd {
+    uint16_t  (*execute)(NhcCtrl *n, NhcReq *req);
+    /* Its fields and ranges, before any data moves (NULL: none beyond the dispatch's own). */
+    uint16_t  (*check)(NhcCtrl *n, NhcReq *req);
+    /* Bytes it moves through its data pointer, held to MDTS once @check has passed (NULL: no
+     * data, or a fixed size below MDTS that the handler moves itself). */
+    uint64_t  (*data_len)(NhcCtrl *n, NhcReq *req);
+    uint32_t    effects;    /* NVME_CMD_EFF_* besides CSUPP, as the log page reports them */
+    uint32_t    flags;      /* NHC_CMD_* */
+} NhcCmd;
+
+#define NHC_CMD_NSID        (1u << 0)   /* NSID must name the namespace (Invalid Namespace) */
+#define NHC_CMD_NSID_ALL    (1u << 1)   /* ... or be FFFFFFFFh */
+#define NHC_CMD_WINDOW      (1u << 2)   /* exists only with a BAR1 window (Invalid Opcode) */
+#define NHC_CMD_DATA_IN     (1u << 3)   /* the dispatch maps @data_len bytes host -> device */
+#define NHC_CMD_DATA_OUT    (1u << 4)   /* the dispatch maps @data_len bytes device -> host */
+
+/*
+ * The write path's hooks (io-cmd.c).  Features take part in block writes through these, not by
+ * name: each attaches its own at realize, and a hook nothing attached is skipped.
+ */
+typedef struct NhcWriteHooks {
+    /* May a block write (Write, Write Zeroes, Deallocate) touch [slba, slba + nlb)?  Asked
+     * before anything happens; a status refuses it (the BAR1 window's pins, bar-pm.c). */
+    uint16_t (*admit)(NhcCtrl *n, uint64_t slba, uint64_t nlb);
+    /* The engine tag a Write is placed with (the Streams directive, directives.c, or FDP's
+     * placement handles, fdp.c); a status refuses the Write. */
+    uint16_t (*place)(NhcCtrl *n, NhcReq *req, uint16_t *tag);
+    /* A Write the volatile buffer may hold (not FUA) of [req->lba_lo, req->lba_hi) is about
+     * to be modeled (the power-cut undo, undo.c)... */
+    void     (*buffered)(NhcCtrl *n, NhcReq *req);
+    /* ... and has been: true when the hook has started the Write's backend I/O itself. */
+    bool     (*issue)(NhcCtrl *n, NhcReq *req);
+    /* [slba, slba + nlb) is durable or zeroes now: FUA, Write Zeroes, Deallocate, BA_SYNC. */
+    void     (*durable)(NhcCtrl *n, uint64_t slba, uint64_t nlb);
+    /* The volatile buffer was drained: every write so far is durable. */
+    void     (*flushed)(NhcCtrl *n);
+    /* A request has ended, completed or aborted (queues.c): a write that a BA_PIN waits for
+     * (req->lba_hi set), or a BA command the window orders others behind (bar-pm.c). */
+    void     (*ended)(NhcCtrl *n, NhcReq *req);
+} NhcWriteHooks;
+
+typedef struct NhcUndo NhcUndo;
+
+struct NhcReq {
     NhcSQ          *sq;
     NvmeCmd         cmd;
     NvmeCqe         cqe;
@@ -99,7 +156,8 @@ typedef struct NhcReq {
     BlockAIOCB     *aiocb;
     /* LBAs [lba_lo, lba_hi) this request writes (lba_hi 0: none); BA_PIN waits for them */
     uint64_t        lba_lo, lba_hi;
-    uint64_t        undo_epoch;     /* a write keeping the old bytes: n->undo_epoch then */
+    uint64_t        undo_epoch;     /* a write keeping the old bytes: the undo's epoch then */
+    uint8_t         undo;           /* what the undo keeps of this write (undo.c) */
     /* Its SQ is being deleted: nothing continues it, its completion is not posted. */
     bool            aborted;
     bool            outstanding;    /* on its SQ's out_list */
@@ -107,7 +165,7 @@ typedef struct NhcReq {
     uint32_t        ba_blockers;    /* a waiting BA_PIN: writes to its LBAs still in flight */
     uint64_t        seq;            /* fetch order, over all queues */
     QTAILQ_ENTRY(NhcReq) entry;
-} NhcReq;
+};
 
 struct NhcSQ {
     NhcCtrl        *n;
@@ -184,6 +242,30 @@ typedef struct NhcFeatures {
     uint32_t write_atomicity;       /* 0Ah: DN */
     unsigned long *vector_no_coalescing;   /* 09h: CD per interrupt vector */
 } NhcFeatures;
+
+/*
+ * The BAR1 persistent-memory window: owned by bar-pm.c (ba-persist.c keeps what a persist
+ * costs in it); the rest of the device asks bar-pm.c's functions, never its fields.
+ */
+typedef struct NhcBar1 {
+    uint64_t        size;           /* properties; size 0 = no window */
+    uint32_t        entries;
+    char           *file;
+    uint32_t        cap_uf, cap_volt;
+    struct NhBa    *ba;             /* NULL when there is no window */
+    uint64_t        dump_ns;        /* modeled time to save the window on power loss */
+    MemoryRegion    bar;
+    MemoryRegion    ram;            /* the window; enabled by PMRCTL.EN */
+    uint32_t        pmrctl;
+    Notifier        exit_notifier;
+    GPtrArray      *ops;            /* BA_PIN/SYNC/FLUSH in progress, waiting or transferring */
+    bool            kicking;
+    /* what a persist costs (ba-persist.c) */
+    uint32_t        rtt_ns, write_mbps; /* properties; both 0: persists are free */
+    uint8_t        *shadow;         /* the window as last counted; NULL when persists are free */
+    int64_t         link_free_ns;   /* the modeled posted writes have crossed the link */
+    int64_t         ready_ns;       /* PMRSTS.PPND reads 1 until then */
+} NhcBar1;
 
 struct NhcCtrl {
     PCIDevice       parent_obj;
@@ -265,31 +347,10 @@ struct NhcCtrl {
     bool            state_changed;  /* commands since the last checkpoint */
     QEMUTimer      *checkpoint_timer;
     Notifier        exit_notifier;
-    /* What a power cut falls back to (state.c, nhc_undo_*): LBA -> its bytes before the first
-     * write the volatile buffer may hold since the last Flush (NULL: zeroes). */
-    GHashTable     *undo;
-    uint64_t        undo_epoch;     /* Flushes so far: a capture older than the last is stale */
-    uint64_t        undo_bytes;
-    bool            undo_full;      /* capped since the last Flush: LBAs not kept stay new */
+    NhcWriteHooks   write_hooks;    /* what features do in the write path (io-cmd.c) */
+    NhcUndo        *undo;           /* what a power cut falls back to (undo.c) */
 
-    /* BAR1 persistent-memory window (bar-pm.c) */
-    uint64_t        ba_size;        /* properties; ba_size 0 = no window */
-    uint32_t        ba_entries;
-    char           *ba_file;
-    uint32_t        ba_cap_uf, ba_cap_volt;
-    struct NhBa    *ba;             /* NULL when there is no window */
-    uint64_t        ba_dump_ns;     /* modeled time to save the window on power loss */
-    MemoryRegion    ba_bar;
-    MemoryRegion    ba_ram;         /* the window; enabled by PMRCTL.EN */
-    uint32_t        pmrctl;
-    Notifier        ba_exit_notifier;
-    GPtrArray      *ba_ops;         /* BA_PIN/SYNC/FLUSH in progress, waiting or transferring */
-    bool            ba_kicking;
-    /* what a persist costs (ba-persist.c) */
-    uint32_t        ba_rtt_ns, ba_write_mbps;   /* properties; both 0: persists are free */
-    uint8_t        *ba_shadow;      /* the window as last counted; NULL when persists are free */
-    int64_t         ba_link_free_ns;    /* the modeled posted writes have crossed the link */
-    int64_t         ba_ready_ns;        /* PMRSTS.PPND reads 1 until then */
+    NhcBar1         bar1;           /* the BAR1 persistent-memory window (bar-pm.c) */
 };
 
 /*
@@ -364,8 +425,12 @@ void nhc_delete_sq(NhcCtrl *n, uint16_t sqid, NhcReq *waiter);
 void nhc_delete_cq(NhcCtrl *n, uint16_t cqid);
 void nhc_dbbuf_attach(NhcCtrl *n, uint16_t qid);
 
+/* cmds.c */
+uint16_t nhc_dispatch(NhcCtrl *n, NhcReq *req);
+void nhc_effects_log(NhcCtrl *n, GByteArray *page);
+
 /* admin-cmd.c */
-uint16_t nhc_admin_dispatch(NhcCtrl *n, NhcReq *req);
+extern const NhcCmd nhc_admin_cmds[256];
 void nhc_aer_post(NhcCtrl *n);
 void nhc_raise_event(NhcCtrl *n, uint8_t type, uint8_t info, uint8_t log_page);
 
@@ -374,35 +439,58 @@ uint16_t nhc_admin_get_features(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req);
 bool nhc_temperature_warning(NhcCtrl *n);
 
-/* io-cmd.c */
-uint16_t nhc_io_dispatch(NhcCtrl *n, NhcReq *req);
+/* dma.c */
 bool nhc_dma_is_ram(NhcCtrl *n, uint64_t addr, uint64_t len, bool to_host);
 uint16_t nhc_map_prp(NhcCtrl *n, QEMUSGList *qsg, uint64_t prp1, uint64_t prp2, uint32_t len,
                      bool to_host);
+uint16_t nhc_dma_to_host(NhcCtrl *n, const void *buf, uint32_t len, NvmeCmd *cmd);
+uint16_t nhc_dma_from_host(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd);
+
+/* io-cmd.c */
+extern const NhcCmd nhc_io_cmds[256];
 void nhc_backend_rw(NhcCtrl *n, NhcReq *req, int64_t off, QEMUIOVector *iov, bool write,
                     BdrvRequestFlags flags, BlockCompletionFunc *cb);
 void nhc_backend_flush(NhcCtrl *n, NhcReq *req);
 void nhc_req_backend_done(NhcReq *req, int ret);
 void nhc_req_backend_cb(void *opaque, int ret);
-uint16_t nhc_dma_to_host(NhcCtrl *n, const void *buf, uint32_t len, NvmeCmd *cmd);
-uint16_t nhc_dma_from_host(NhcCtrl *n, void *buf, uint32_t len, NvmeCmd *cmd);
+void nhc_io_write_backend(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, bool fua);
+
+static inline uint16_t nhc_write_admit(NhcCtrl *n, uint64_t slba, uint64_t nlb)
+{
+    return n->write_hooks.admit ? n->write_hooks.admit(n, slba, nlb) : NVME_SUCCESS;
+}
+
+static inline void nhc_write_durable(NhcCtrl *n, uint64_t slba, uint64_t nlb)
+{
+    if (n->write_hooks.durable) {
+        n->write_hooks.durable(n, slba, nlb);
+    }
+}
+
+static inline void nhc_write_flushed(NhcCtrl *n)
+{
+    if (n->write_hooks.flushed) {
+        n->write_hooks.flushed(n);
+    }
+}
 
 /* bar-pm.c */
 bool nhc_ba_realize(NhcCtrl *n, Error **errp);
+bool nhc_ba_present(NhcCtrl *n);
 void nhc_ba_report_restore(NhcCtrl *n);
 void nhc_ba_exit(NhcCtrl *n);
 void nhc_ba_power_loss(NhcCtrl *n);
 void nhc_ba_init_regs(NhcCtrl *n);
 uint32_t nhc_ba_read_reg(NhcCtrl *n, hwaddr off);
 void nhc_ba_write_pmrctl(NhcCtrl *n, uint32_t val);
-uint16_t nhc_ba_check_write(NhcCtrl *n, uint64_t slba, uint64_t nlb);
 bool nhc_ba_dma_hits_window(NhcCtrl *n, QEMUSGList *qsg);
-void nhc_ba_req_ended(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_pin(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_get_entry_info(NhcCtrl *n, NhcReq *req);
+uint64_t nhc_ba_entry_info_len(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_sync(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_ba_read_dma_check(NhcCtrl *n, NhcReq *req);
+uint64_t nhc_ba_read_dma_len(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_ba_read_dma(NhcCtrl *n, NhcReq *req);
-uint16_t nhc_admin_ba_flush(NhcCtrl *n, NhcReq *req);
 
 /* ba-persist.c */
 bool nhc_ba_persist_check(NhcCtrl *n, Error **errp);
@@ -418,7 +506,7 @@ void nhc_dir_free(NhcDirectives *d);
 void nhc_dir_reset(NhcCtrl *n);
 uint16_t nhc_admin_directive_send(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_admin_directive_receive(NhcCtrl *n, NhcReq *req);
-uint16_t nhc_io_write_stream(NhcCtrl *n, NhcReq *req, uint16_t *tag);
+uint16_t nhc_io_write_stream(NhcCtrl *n, NhcReq *req, uint16_t *tag);    /* place hook */
 
 /* fdp.c */
 bool nhc_fdp_realize(NhcCtrl *n, Error **errp);
@@ -430,7 +518,7 @@ uint16_t nhc_fdp_get_feature(NhcCtrl *n, NhcReq *req, uint8_t fid, bool dflt,
 uint16_t nhc_fdp_set_feature(NhcCtrl *n, NhcReq *req, uint8_t fid);
 uint16_t nhc_io_mgmt_recv(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_io_mgmt_send(NhcCtrl *n, NhcReq *req);
-uint16_t nhc_io_write_placement(NhcCtrl *n, NhcReq *req, uint16_t *tag);
+uint16_t nhc_io_write_placement(NhcCtrl *n, NhcReq *req, uint16_t *tag); /* place hook */
 
 /* state.c */
 char *nhc_file_property(NhcCtrl *n, const char *prop, const char *suffix);
@@ -438,11 +526,10 @@ void nhc_state_open(NhcCtrl *n, Error **errp);
 void nhc_state_save(NhcCtrl *n);
 void nhc_state_touch(NhcCtrl *n);
 void nhc_state_close(NhcCtrl *n);
-void nhc_state_power_loss(NhcCtrl *n);
-bool nhc_undo_wanted(NhcCtrl *n, uint64_t off, uint64_t len, bool *old_data);
-void nhc_undo_keep(NhcCtrl *n, uint64_t epoch, uint64_t lba, uint64_t nlb, const uint8_t *old);
-void nhc_undo_pending(NhcCtrl *n, uint64_t lba, uint64_t nlb);
-void nhc_undo_drop(NhcCtrl *n, uint64_t lba, uint64_t nlb);
-void nhc_undo_clear(NhcCtrl *n);
+
+/* undo.c */
+void nhc_undo_attach(NhcCtrl *n);
+void nhc_undo_free(NhcCtrl *n);
+void nhc_undo_power_loss(NhcCtrl *n);
 
 #endif

@@ -3,7 +3,7 @@
  * (`power-cut-at=K`: at the device's K-th event).
  *
  * A power cut is one instant for the whole machine.  What a volatile write buffer held is lost
- * (nhc_state_power_loss), the capacitors save the BAR1 window (nhc_ba_power_loss), and the
+ * (nhc_undo_power_loss), the capacitors save the BAR1 window (nhc_ba_power_loss), and the
  * process ends at once, as with SIGKILL: no exit notifier runs, so the engine state stays marked
  * unclean and the next start counts an unsafe shutdown.
  *
@@ -58,10 +58,10 @@ static void G_NORETURN nhc_power_fail(NhcCtrl *n, const char *why)
     if (!qtest_enabled() && !(icount_enabled() && qemu_in_vcpu_thread())) {
         pause_all_vcpus();
     }
-    nhc_state_power_loss(n);
+    nhc_undo_power_loss(n);
     nhc_ba_power_loss(n);
     error_report("nvme-hybrid: power cut (%s)%s; QEMU stops", why,
-                 n->ba ? ", BA window saved" : "");
+                 nhc_ba_present(n) ? ", BA window saved" : "");
     _exit(0);
 }
 

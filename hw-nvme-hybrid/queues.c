@@ -232,7 +232,9 @@ static void nhc_req_release(NhcReq *req)
     if (req->qsg.sg) {
         qemu_sglist_destroy(&req->qsg);
     }
-    nhc_ba_req_ended(n, req);
+    if (n->write_hooks.ended) {
+        n->write_hooks.ended(n, req);
+    }
 }
 
 static void nhc_sq_free_if_done(NhcSQ *sq);
@@ -505,7 +507,7 @@ static uint32_t nhc_process_sq(NhcSQ *sq, uint32_t burst)
         trace_nhc_cmd_fetch(sq->sqid, le16_to_cpu(req->cmd.cid), req->cmd.opcode,
                             le32_to_cpu(req->cmd.nsid));
 
-        status = sq->sqid ? nhc_io_dispatch(n, req) : nhc_admin_dispatch(n, req);
+        status = nhc_dispatch(n, req);
         if (status != NHC_ASYNC) {
             req->status = status;
             nhc_req_complete(req);

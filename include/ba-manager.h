@@ -6,11 +6,8 @@
  * into BAR1 and moves the bytes between it and the block backend.
  *
  * The window and its metadata live in one host file, mapped shared, which plays the device's
- * capacitor-backed DRAM and the reserved NAND area it is dumped to (docs/bar-pm.md):
- *
- *   [0, 4 KiB)            header (NhBaHeader), little endian
- *   [4 KiB, 64 KiB)       entry table: NhBaEntry[entries]
- *   [64 KiB, 64 KiB+size) the window, byte for byte what the host sees in BAR1
+ * capacitor-backed DRAM and the reserved NAND area it is dumped to (layout in nh-vendor.h,
+ * docs/bar-pm.md).
  *
  * meta_crc (CRC-32 of the header with meta_crc zeroed, plus the entry table) is kept current
  * on every table change; window_crc is computed when the window is dumped.  state says whether
@@ -25,12 +22,8 @@
 #include <glib.h>
 
 #include "config.h"
+#include "nh-vendor.h"
 
-#define NH_BA_MAGIC         "NHBAPM01"
-#define NH_BA_VERSION       1
-#define NH_BA_TABLE_OFFSET  4096u
-#define NH_BA_META_SIZE     (64u * 1024)
-#define NH_BA_MAX_ENTRIES   ((NH_BA_META_SIZE - NH_BA_TABLE_OFFSET) / sizeof(NhBaEntry))
 #define NH_BA_MIN_SIZE      4096u
 #define NH_BA_MAX_SIZE      (1ull << 30)
 
@@ -38,19 +31,6 @@
  * regulators stop: with the capacitance and charge voltage they give the hold-up time. */
 #define NH_BA_DUMP_WATTS    6.0
 #define NH_BA_MIN_VOLTS     5.0
-
-enum { NH_BA_STATE_RUNNING = 1, NH_BA_STATE_DUMPING = 2, NH_BA_STATE_DUMPED = 3 };
-enum { NH_BA_FREE = 0, NH_BA_PINNED = 1 };
-
-/* What the last start found (reported by BA_GET_ENTRY_INFO and `ba info`). */
-typedef enum NhBaRestore {
-    NH_BA_NEW = 0,          /* no saved image (new file, or no file at all): window zeroed */
-    NH_BA_RESTORED = 1,     /* a complete dump, integrity checked, is back */
-    NH_BA_RECOVERED = 2,    /* QEMU was killed: the recovery manager dumped the DRAM image
-                             * left at the kill on this start, then restored it */
-    NH_BA_CORRUPT = 3,      /* the saved image failed an integrity check: discarded */
-    NH_BA_TORN = 4,         /* the dump was interrupted (power ran out): discarded */
-} NhBaRestore;
 
 /* Validation results, mapped to NVMe statuses by the device. */
 typedef enum NhBaErr {
@@ -63,34 +43,12 @@ typedef enum NhBaErr {
     NH_BA_EOVERLAP,         /* window or LBA range overlaps another pinned entry */
 } NhBaErr;
 
-typedef struct NhBaHeader {
-    char     magic[8];
-    uint32_t version;
-    uint32_t entries;
-    uint64_t window_offset;
-    uint64_t window_size;
-    uint32_t lba_size;
-    uint32_t state;
-    uint64_t dumps;             /* completed dumps over the file's life */
-    uint64_t dump_ns;           /* modeled duration of the last dump */
-    uint32_t window_crc;        /* of the window, valid when state == DUMPED */
-    uint32_t meta_crc;
-} NhBaHeader;
-
-typedef struct NhBaEntry {
-    uint32_t state;             /* NH_BA_FREE or NH_BA_PINNED */
-    uint32_t reserved;
-    uint64_t offset;            /* in the window, bytes */
-    uint64_t slba;
-    uint64_t nlb;
-} NhBaEntry;
-
 typedef struct NhBa {
     uint8_t    *map;            /* the whole file (or anonymous memory) */
     size_t      map_len;
     int         fd;             /* -1: volatile, nothing survives */
-    NhBaHeader *hdr;
-    NhBaEntry  *table;
+    NhBaHeader *hdr;            /* the file's bytes, little endian: read through */
+    NhBaEntry  *table;          /* nh_ba_entry and nh_ba_dumps */
     uint8_t    *window;
     uint64_t    size;
     uint32_t    entries;
@@ -132,6 +90,10 @@ void nh_ba_pin(NhBa *ba, uint32_t eid, uint64_t offset, uint64_t slba, uint64_t 
 void nh_ba_release(NhBa *ba, uint32_t eid);
 /* NH_BA_OK when @eid names a pinned entry. */
 NhBaErr nh_ba_check_entry(const NhBa *ba, uint32_t eid);
+/* Entry @eid (below entries) in host byte order. */
+NhBaEntry nh_ba_entry(const NhBa *ba, uint32_t eid);
+/* Completed dumps over the file's life. */
+uint64_t nh_ba_dumps(const NhBa *ba);
 /* Does [slba, slba+nlb) touch LBAs that a pinned entry holds? */
 bool nh_ba_lbas_pinned(const NhBa *ba, uint64_t slba, uint64_t nlb);
 

@@ -24,6 +24,6 @@ def test_commands_and_errors_are_traced(qemu_binary):
                       "nhc_mmio_write"):
             assert event in log, f"no {event} in QEMU's log"
         assert "opcode 0x7f: status 0x4001" in log
-        assert "nhc_admin_dispatch:" in log, "nhc_err_status names where the check failed"
+        assert "nhc_dispatch:" in log, "nhc_err_status names where the check failed"
     finally:
         vm.close()
