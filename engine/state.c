@@ -30,6 +30,7 @@
  */
 #include "engine-priv.h"
 #include "record.h"
+#include "placement.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,6 +64,8 @@ uint64_t nh_engine_state_hash(const NhEngine *eng)
     static const char *const keys[] = {
         "channels", "ways", "dies", "planes", "blocks", "pages", "page-size", "op", "cell", "ftl",
     };
+    const NhPlacementSettings *pl = eng->settings[NH_PART_placement];
+    const NhConfigKey *pl_keys = nh_part_placement.keys;
     uint64_t h = 0xcbf29ce484222325ull;     /* FNV-1a */
     GString *s = g_string_new(NULL);
 
@@ -73,9 +76,9 @@ uint64_t nh_engine_state_hash(const NhEngine *eng)
     }
     g_string_append_printf(s, "capacity=%" G_GUINT64_FORMAT, eng->capacity);
     /* placement adds frontiers and its own section; off, the hash is what it always was */
-    for (size_t i = 0; nh_placement_on(&eng->cfg) && nh_placement_keys[i].name; i++) {
-        char *v = nh_config_get(&eng->cfg, nh_placement_keys[i].name);
-        g_string_append_printf(s, ";%s=%s", nh_placement_keys[i].name, v);
+    for (size_t i = 0; pl->on && pl_keys[i].name; i++) {
+        char *v = nh_config_get(&eng->cfg, pl_keys[i].name);
+        g_string_append_printf(s, ";%s=%s", pl_keys[i].name, v);
         g_free(v);
     }
     for (gsize i = 0; i < s->len; i++) {

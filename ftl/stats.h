@@ -98,10 +98,10 @@ typedef struct NhStats {
 } NhStats;
 
 /*
- * One entry of a policy's counter table (NhFtlOps.counters, NhBufPolicy.counters; ended by an
- * entry without a path).  The engine lists them in the statistics document and saves them in
- * the state file by path; the policy finds them, in its table's order, at the counters pointer
- * of its environment.
+ * One entry of a policy's or part's counter table (NhFtlOps.counters, NhBufPolicy.counters,
+ * NhPart.counters; ended by an entry without a path).  The engine lists them in the statistics
+ * document and saves them in the state file by path; the policy finds them, in its table's
+ * order, at the counters pointer of its environment (a part: NhParts.counters).
  */
 typedef enum NhStatKind {
     NH_STAT_COUNT,          /* a counter */
@@ -114,8 +114,10 @@ typedef struct NhStat {
     NhStatKind  kind;
     uint32_t    n;          /* NH_STAT_ARRAY: slots */
     int32_t     bias;       /* NH_STAT_MILLI */
-    /* NH_STAT_ARRAY: the key of element @i in @key, or false when it is not shown */
-    bool (*element)(const NhConfig *cfg, uint32_t i, char *key, size_t len);
+    /* NH_STAT_ARRAY: the key of element @i in @key, or false when it is not shown; @own is
+     * the owner's decoded settings (a part's, part.h) or its keys' values (a policy's, in its
+     * table's order) */
+    bool (*element)(const void *own, uint32_t i, char *key, size_t len);
 } NhStat;
 
 /* Slots a counter takes. */

@@ -1,5 +1,6 @@
 /* unit.h - helpers every engine unit test uses: an engine from a property string, the full
- * consistency check, and values of the statistics document (read with json-glib). */
+ * consistency check, values of the statistics document (read with json-glib), and the
+ * placement settings in force. */
 #ifndef NH_TEST_UNIT_H
 #define NH_TEST_UNIT_H
 
@@ -7,7 +8,8 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
-#include "engine.h"
+#include "engine-priv.h"
+#include "placement.h"
 
 /* An engine for @props over @capacity bytes; the test fails on any error. */
 static inline NhEngine *unit_engine(const char *props, uint64_t capacity)
@@ -21,6 +23,12 @@ static inline NhEngine *unit_engine(const char *props, uint64_t capacity)
     e = nh_engine_new(&c, capacity, &err);
     g_assert_no_error(err);
     return e;
+}
+
+/* The placement settings @e decoded from its keys (placement.h). */
+static inline const NhPlacementSettings *unit_placement(const NhEngine *e)
+{
+    return nh_engine_part(e, NH_PART_placement);
 }
 
 /* nh_engine_check(), failing the test with what is inconsistent. */
