@@ -53,7 +53,7 @@ typedef struct NhStage {
     const uint32_t *fwd;    /* the FTL's forward map (ppn + 1) */
     NhPlacement *pl;        /* NULL: placement off */
     uint32_t     host_front;
-    uint64_t    *ctr;       /* nh_stage_counters' slots */
+    uint64_t    *ctr;       /* the part's counters (ftl.stripe_*) */
     NhStagePut   put;
     void        *ctx;
 } NhStage;

@@ -263,13 +263,28 @@ static void test_engine_refuses(void)
     g_assert_nonnull(strstr(err->message, "blocks: 14.0 TiB of capacity needs 1027920200 blocks "
                                           "per plane, more than the 16777216 a plane may have"));
     g_clear_error(&err);
+    /* every spare block kept free leaves none for invalid pages at any size */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "gc-high=100", NULL));
+    g_assert_null(nh_engine_new(&c, 256ull << 20, &err));
+    g_assert_nonnull(strstr(err->message, "gc-high:"));
+    g_clear_error(&err);
+}
+
+/* The blocks an engine is sized with, and the explicit blocks it refuses, saying which rule. */
+static void test_engine_blocks(void)
+{
+    NhConfig c;
+    GError *err = NULL;
+    NhEngine *e;
+
     /* auto sizing gives the fewest blocks that hold the capacity (128 blocks of data per
      * plane) with the open blocks (2), the gc-high free blocks (3) and op of the data as room
      * (10): 143.  An explicit blocks needs the capacity within op of its physical space, and
      * one block of room: 138 (138 x 128 pages x 0.93 >= 16,384), not 137. */
     nh_config_defaults(&c);
     g_assert_true(nh_config_parse(&c, "channels=2,ways=1,pages=64,streams=0", NULL));
-    NhEngine *e = nh_engine_new(&c, 64ull << 20, &err);
+    e = nh_engine_new(&c, 64ull << 20, &err);
     g_assert_no_error(err);
     g_assert_cmpuint(nh_engine_config(e)->blocks, ==, 143);
     g_assert_cmpuint(nh_engine_logical_capacity(e), >=, 64ull << 20);
@@ -326,12 +341,6 @@ static void test_engine_refuses(void)
                     "space after op=7%, less than the capacity 500.0 GiB; use blocks=2151 or "
                     "more, op=2 or less, or blocks=auto");
     g_clear_error(&err);
-    /* every spare block kept free leaves none for invalid pages at any size */
-    nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, "gc-high=100", NULL));
-    g_assert_null(nh_engine_new(&c, 256ull << 20, &err));
-    g_assert_nonnull(strstr(err->message, "gc-high:"));
-    g_clear_error(&err);
 }
 
 int main(int argc, char **argv)
@@ -344,5 +353,6 @@ int main(int argc, char **argv)
     g_test_add_func("/config/errors", test_errors);
     g_test_add_func("/config/table", test_table);
     g_test_add_func("/config/engine-refuses", test_engine_refuses);
+    g_test_add_func("/config/engine-blocks", test_engine_blocks);
     return g_test_run();
 }
