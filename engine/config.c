@@ -58,7 +58,7 @@ static const NhConfigKey device_keys[] = {
     { "one-shot", NH_KEY_ENUM, F(one_shot), "off", 0, 0, switch_names, false,
       "cell=tlc, ftl=page: program the 3 pages of a word line (LSB, CSB, MSB) in one operation "
       "of one t-prog (HSP, seed 003); pages must be a multiple of 3" },
-    { "ftl", NH_KEY_STRING, F(ftl), "page", 0, 0, nh_ftl_names, false,
+    { "ftl", NH_KEY_STRING, F(ftl), NH_FTL_DEFAULT, 0, 0, nh_ftl_names, false,
       "flash translation layer" },
     { "gc", NH_KEY_ENUM, F(gc), "greedy", 0, 0, gc_names, false,
       "GC victim selection: greedy (fewest valid pages) or cost-benefit (age * free / cost)" },
