@@ -332,8 +332,7 @@ NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
     eng->capacity = capacity;
     eng->lpages = lpages;
     eng->ops = nh_ftl_find(c.ftl);
-    eng->nand = nh_nand_new(&eng->cfg, &eng->stats, eng->settings[NH_PART_scheduler],
-                            eng->parts.counters[NH_PART_scheduler]);
+    eng->nand = nh_nand_new(&eng->cfg, &eng->stats, &eng->parts);
     eng->logical_bytes = logical_pages_of(eng->nand->g.npages, c.op) * c.page_size;
     env = nh_engine_ftl_env(eng);
     eng->ftl = eng->ops->create(&env, errp);
