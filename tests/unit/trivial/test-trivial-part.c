@@ -4,8 +4,6 @@
  * survives the state file. */
 #include "unit.h"
 
-#include <glib/gstdio.h>
-
 #define PROPS "channels=2,ways=1,pages=16,tally-pages=8"
 
 static void refused(const char *props, const char *why)
@@ -22,17 +20,7 @@ static void refused(const char *props, const char *why)
 
 static void test_key(void)
 {
-    NhConfig c;
-    GError *err = NULL;
-    char *v;
-
-    nh_config_defaults(&c);
-    v = nh_config_get(&c, "tally-pages");
-    g_assert_cmpstr(v, ==, "0");
-    g_free(v);
-    g_assert_false(nh_config_set(&c, "tally-pages", "5000", &err));
-    g_assert_cmpstr(err->message, ==, "tally-pages: must be between 0 and 4096, got 5000");
-    g_clear_error(&err);
+    unit_key("tally-pages", "0", "5000", "tally-pages: must be between 0 and 4096, got 5000");
     refused(PROPS ",ftl=bast", "tally-pages: needs an FTL that places, got ftl=bast");
     refused("channels=2,ways=1,pages=16,tally-pages=32", "tally-pages: at most pages (16), got 32");
 }
@@ -49,8 +37,7 @@ static void test_settings(void)
 static void test_counter(void)
 {
     NhEngine *e = unit_engine(PROPS, 4 << 20), *b = unit_engine(PROPS, 4 << 20);
-    char *dir = g_dir_make_tmp("nh-trivial-XXXXXX", NULL);
-    char *path = g_build_filename(dir, "state", NULL), *js;
+    char *js;
     JsonNode *key;
 
     /* what the part would count: its slot, where the engine keeps its counters */
@@ -62,13 +49,8 @@ static void test_counter(void)
     json_node_unref(key);
     g_free(js);
 
-    g_assert_true(nh_engine_save(e, path, NULL, 0, NULL));
-    g_assert_true(nh_engine_load(b, path, NULL, NULL, NULL));
+    unit_reload(e, b);
     g_assert_cmpuint(unit_stat(b, "tally", "pages"), ==, 5);
-    g_unlink(path);
-    g_rmdir(dir);
-    g_free(path);
-    g_free(dir);
     nh_engine_free(e);
     nh_engine_free(b);
 }
