@@ -342,7 +342,7 @@ static void add_config(JsonBuilder *b, const NhConfig *cfg)
     json_builder_set_member_name(b, "config");
     json_builder_begin_object(b);
     for (size_t i = 0; i < nh_config_nkeys(); i++) {
-        char *v = nh_config_get(cfg, nh_config_key(i)->name);
+        char *v = nh_key_get(cfg, nh_config_key(i));
         json_builder_set_member_name(b, nh_config_key(i)->name);
         json_builder_add_string_value(b, v);
         g_free(v);
