@@ -30,7 +30,6 @@
  */
 #include "engine-priv.h"
 #include "record.h"
-#include "placement.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,8 +63,6 @@ uint64_t nh_engine_state_hash(const NhEngine *eng)
     static const char *const keys[] = {
         "channels", "ways", "dies", "planes", "blocks", "pages", "page-size", "op", "cell", "ftl",
     };
-    const NhPlacementSettings *pl = eng->settings[NH_PART_placement];
-    const NhConfigKey *pl_keys = nh_part_placement.keys;
     uint64_t h = 0xcbf29ce484222325ull;     /* FNV-1a */
     GString *s = g_string_new(NULL);
 
@@ -75,11 +72,14 @@ uint64_t nh_engine_state_hash(const NhEngine *eng)
         g_free(v);
     }
     g_string_append_printf(s, "capacity=%" G_GUINT64_FORMAT, eng->capacity);
-    /* placement adds frontiers and its own section; off, the hash is what it always was */
-    for (size_t i = 0; pl->on && pl_keys[i].name; i++) {
-        char *v = nh_config_get(&eng->cfg, pl_keys[i].name);
-        g_string_append_printf(s, ";%s=%s", pl_keys[i].name, v);
-        g_free(v);
+    for (size_t p = 0; p < NH_PARTS; p++) {
+        const NhPart *part = nh_parts[p];
+        for (size_t i = 0; part->shapes_state && part->shapes_state(eng->settings[p]) &&
+                           part->keys[i].name; i++) {
+            char *v = nh_config_get(&eng->cfg, part->keys[i].name);
+            g_string_append_printf(s, ";%s=%s", part->keys[i].name, v);
+            g_free(v);
+        }
     }
     for (gsize i = 0; i < s->len; i++) {
         h = (h ^ (guint8)s->str[i]) * 0x100000001b3ull;

@@ -48,6 +48,10 @@ typedef struct NhPart {
     /* cross-key checks; @all holds every part's settings by NH_PART_* index; NULL = none */
     bool (*check)(const NhPartIn *in, const void *settings, const void *const *all,
                   GError **errp);
+    /* do its keys shape what the state file holds (frontiers, a section of its own), so that a
+     * file saved under other values must not load?  They are then in the configuration hash
+     * the file carries (engine/state.c).  NULL = never */
+    bool (*shapes_state)(const void *settings);
 } NhPart;
 
 /* NH_PART_REGISTRY: X(file) for every part (nh-registry.h, generated from meson.build's list). */

@@ -249,6 +249,13 @@ static bool placement_check(const NhPartIn *in, const void *settings, const void
            nh_dstream_check(cfg, s, in->missing, errp);
 }
 
+/* placement adds frontiers and its own section; off, the hash is what it always was */
+static bool placement_shapes_state(const void *settings)
+{
+    const NhPlacementSettings *s = settings;
+    return s->on;
+}
+
 /* Its keys and counters follow the FTLs' own, as before the registry: the order of the
  * configuration and the statistics document is the consumers' */
 const NhPart nh_part_placement = {
@@ -261,6 +268,7 @@ const NhPart nh_part_placement = {
     .decode = placement_decode,
     .needs = placement_needs,
     .check = placement_check,
+    .shapes_state = placement_shapes_state,
 };
 
 /* Fixed mapping: the physical stream of tag @tag among @k. */
