@@ -38,6 +38,7 @@ typedef enum NhStatsHow {
     NH_ENTRY_COUNTER,           /* a uint64_t of NhStats at offset */
     NH_ENTRY_HIST,              /* an NhHist of NhStats at offset */
     NH_ENTRY_POLICY,            /* a policy's counter: stat, from slot offset of NhStats.policy */
+    NH_ENTRY_NOW,               /* a policy's or part's fact of the moment (NH_STAT_NOW) */
     NH_ENTRY_DERIVED,           /* derive() */
     NH_ENTRY_DERIVED_DOUBLE,    /* derive_double() */
     NH_ENTRY_CONFIG,            /* every configuration key with its canonical text */

@@ -105,11 +105,6 @@ static double run_iops(const Ctx *c)
     return ns ? (double)run_cmds(c) * 1e9 / (double)ns : 0.0;
 }
 
-static uint64_t sched_queued(const Ctx *c)
-{
-    return nh_sched_queued(c->nand->sched);
-}
-
 /* Busy time over the span the host saw, per die or channel, what the end-of-run drain booked
  * (the buffer's last contents, the GC still queued) left out: at saturation near 1 with and
  * without GC when scheduling is work-conserving, however much GC a short run leaves behind. */
@@ -165,11 +160,6 @@ static const NhStatsEntry device_stats[] = {
     { "ftl.merges.switch", C(ftl_merges_switch) },
     { "ftl.merges.partial", C(ftl_merges_partial) },
     { "ftl.merges.full", C(ftl_merges_full) },
-};
-
-/* What the scheduler holds now, after its counters (the last part's). */
-static const NhStatsEntry sched_stats[] = {
-    { "sched.queued_ops", D(sched_queued) },
 };
 
 /* Derived values, latency and the write buffer; the buffer policies' own counters follow. */
@@ -241,8 +231,10 @@ static void append_policy(GArray *a, const NhStat *t, const NhConfigKey *keys, s
                           const char *buffer, size_t *slot)
 {
     for (size_t i = 0; t && t[i].path; i++) {
-        NhStatsEntry e = { t[i].path, .how = NH_ENTRY_POLICY, .offset = *slot, .stat = &t[i],
-                           .buffer = buffer, .keys = keys, .part = part };
+        NhStatsEntry e = { t[i].path, .how = t[i].kind == NH_STAT_NOW ? NH_ENTRY_NOW :
+                                                                        NH_ENTRY_POLICY,
+                           .offset = *slot, .stat = &t[i], .buffer = buffer, .keys = keys,
+                           .part = part };
         g_assert(*slot + nh_stat_slots(&t[i]) <= NH_STATS_POLICY_SLOTS);
         *slot += nh_stat_slots(&t[i]);
         g_array_append_val(a, e);
@@ -277,7 +269,6 @@ const NhStatsEntry *nh_stats_table(size_t *n)
             append_policy(a, ftl->counters, ftl->keys, 0, NULL, &slot);
         }
         append_parts(a, true, &slot);
-        append_entries(a, sched_stats, G_N_ELEMENTS(sched_stats));
         append_entries(a, memory_stats, G_N_ELEMENTS(memory_stats));
         for (size_t i = 0; nh_buf_names[i]; i++) {
             const NhBufPolicy *pol = nh_buf_find(nh_buf_names[i]);
@@ -354,7 +345,7 @@ static void add_policy(JsonBuilder *b, const char *key, const NhStatsEntry *e, c
 {
     const NhStat *st = e->stat;
     const uint64_t *v = &c->s->policy[e->offset];
-    const void *own = e->part ? c->parts->settings[e->part - 1] : nh_config_slots(c->cfg, e->keys);
+    const void *own;
 
     switch (st->kind) {
     case NH_STAT_COUNT:
@@ -363,7 +354,11 @@ static void add_policy(JsonBuilder *b, const char *key, const NhStatsEntry *e, c
     case NH_STAT_MILLI:
         add_double(b, key, ((double)*v + st->bias) / 1000.0);
         break;
+    case NH_STAT_NOW:
+        add_uint(b, key, st->now(c->nand));
+        break;
     case NH_STAT_ARRAY:
+        own = e->part ? c->parts->settings[e->part - 1] : nh_config_slots(c->cfg, e->keys);
         json_builder_set_member_name(b, key);
         json_builder_begin_object(b);
         for (uint32_t i = 0; i < st->n; i++) {
@@ -389,11 +384,13 @@ static void add_entry(JsonBuilder *b, const NhStatsEntry *e, const char *key, co
         add_hist(b, key, (const NhHist *)(const void *)field);
         break;
     case NH_ENTRY_POLICY:
+    case NH_ENTRY_NOW:
         add_policy(b, key, e, c);
         break;
     case NH_ENTRY_DERIVED:
         add_uint(b, key, e->derive(c));
         break;
+
     case NH_ENTRY_DERIVED_DOUBLE:
         add_double(b, key, e->derive_double(c));
         break;

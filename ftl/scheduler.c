@@ -41,10 +41,16 @@ static const NhConfigKey sched_keys[] = {
     { NULL },
 };
 
+static uint64_t queued_now(const NhNand *n)
+{
+    return nh_sched_queued(n->sched);
+}
+
 static const NhStat sched_counters[] = {
     [NH_SC_SUSPENDS] = { "sched.suspends", NH_STAT_COUNT },
     [NH_SC_IDLE_OPS] = { "sched.idle_ops", NH_STAT_COUNT },
     [NH_SC_FORCED_OPS] = { "sched.forced_ops", NH_STAT_COUNT },
+    { "sched.queued_ops", NH_STAT_NOW, .now = queued_now },
     { NULL },
 };
 

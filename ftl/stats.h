@@ -107,7 +107,11 @@ typedef enum NhStatKind {
     NH_STAT_COUNT,          /* a counter */
     NH_STAT_MILLI,          /* a gauge in thousandths, printed as (value + bias) / 1000 */
     NH_STAT_ARRAY,          /* n counters, printed as an object keyed by the element hook */
+    NH_STAT_NOW,            /* a fact of the moment, read by the now hook when the document is
+                             * built: no slot, neither saved nor reset */
 } NhStatKind;
+
+struct NhNand;
 
 typedef struct NhStat {
     const char *path;       /* the JSON key below the document's root, dot separated */
@@ -118,12 +122,14 @@ typedef struct NhStat {
      * the owner's decoded settings (a part's, part.h) or its keys' values (a policy's, in its
      * table's order) */
     bool (*element)(const void *own, uint32_t i, char *key, size_t len);
+    /* NH_STAT_NOW: its value, from the NAND model (the scheduler's queue is there) */
+    uint64_t (*now)(const struct NhNand *nand);
 } NhStat;
 
 /* Slots a counter takes. */
 static inline uint32_t nh_stat_slots(const NhStat *st)
 {
-    return st->kind == NH_STAT_ARRAY ? st->n : 1;
+    return st->kind == NH_STAT_ARRAY ? st->n : st->kind == NH_STAT_NOW ? 0 : 1;
 }
 
 static inline unsigned nh_hist_index(uint64_t v)
