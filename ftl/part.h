@@ -5,8 +5,9 @@
  * Contract:
  *  - A part is one file defining one NhPart (nh_part_<file>) and one name in meson.build's list
  *    `parts`.  It exports its keys, its counters, what FTL features its settings need and its
- *    cross-key check; the engine composes the configuration, the statistics document and the
- *    state file from the registry and names no part.
+ *    cross-key check; the engine composes the configuration, the checks, the statistics
+ *    document and the state file from the registry.  It names a part only to answer for it
+ *    (placement's streams, engine.h).
  *  - Typed settings: a part decodes its keys once, into its own settings struct, when a
  *    configuration is checked and when an engine is created; what runs after that reads the
  *    struct, never a key by name.  Decoding sees the device's keys (NhConfig's fields), the
