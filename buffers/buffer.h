@@ -58,6 +58,8 @@ typedef struct NhBufEnv {
     uint32_t  log_blocks;   /* the FTL's log-block pool (lbuf's log-buffer simulation) */
     uint64_t  t_read, t_prog, t_erase;  /* flash costs in force (lbuf: lambda, meta-simulation) */
     uint64_t *counters;     /* the policy's own counters, in the order of NhBufPolicy.counters */
+    const uint64_t *keys;   /* the values of its own keys, in NhBufPolicy.keys' order, which it
+                             * decodes when created (config.h) */
 } NhBufEnv;
 
 typedef struct NhBuf NhBuf;

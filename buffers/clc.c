@@ -27,7 +27,7 @@ static void *clc_create(NhBuf *b)
 {
     Clc *s = g_new0(Clc, 1);
     s->b = b;
-    s->upper_cap = b->cap * nh_config_uint(b->env.cfg, "clc-upper") / 100;
+    s->upper_cap = b->cap * b->env.keys[0] / 100;    /* clc-upper */
     nh_bk_init(&s->lower, b->pages + 1);
     return s;
 }

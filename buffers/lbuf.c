@@ -80,6 +80,7 @@ static const char *const lbuf_mode_names[] = {
     [LB_MODE_HOST] = "host", [LB_MODE_DEVICE] = "device", NULL,
 };
 
+enum { KEY_INSTANCES, KEY_SESSION, KEY_MODE, KEY_ALPHA };   /* lbuf_keys, in order */
 static const NhConfigKey lbuf_keys[] = {
     { "lbuf-instances", NH_KEY_UINT, 0, 0, "3", 2, 9, NULL, false,
       "lbuf: meta-simulation instances, alphas spread evenly over [-1, 1]" },
@@ -94,11 +95,12 @@ static const NhConfigKey lbuf_keys[] = {
 };
 
 /* alpha_sessions: per instance, keyed by its alpha; none run with a fixed lbuf-alpha */
-static bool alpha_session_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
+static bool alpha_session_key(const void *own, uint32_t i, char *key, size_t len)
 {
-    uint32_t n = (uint32_t)nh_config_uint(cfg, "lbuf-instances");
+    const uint64_t *keys = own;
+    uint32_t n = (uint32_t)keys[KEY_INSTANCES];
 
-    if (!isnan(nh_config_fraction(cfg, "lbuf-alpha")) || i >= n) {
+    if (!isnan(nh_key_fraction(keys[KEY_ALPHA])) || i >= n) {
         return false;
     }
     g_snprintf(key, len, "%.2f", -1.0 + 2.0 * i / (n - 1));
@@ -120,13 +122,14 @@ static void *lbuf_create(NhBuf *b)
 {
     Lbuf *s = g_new0(Lbuf, 1);
     const NhConfig *cfg = b->env.cfg;
-    double alpha = nh_config_fraction(cfg, "lbuf-alpha");
+    const uint64_t *keys = b->env.keys;
+    double alpha = nh_key_fraction(keys[KEY_ALPHA]);
     LbSimParams p = {
         .pages = b->pages,
         .spp = b->spp,
         .cap_sectors = cfg->buffer_size / 512,
         .log_blocks = b->env.log_blocks,
-        .device = nh_config_uint(cfg, "lbuf-mode") == LB_MODE_DEVICE,
+        .device = keys[KEY_MODE] == LB_MODE_DEVICE,
         .t_read = b->env.t_read,
         .t_prog = b->env.t_prog,
         .t_erase = b->env.t_erase,
@@ -137,8 +140,8 @@ static void *lbuf_create(NhBuf *b)
     s->spb = b->pages * b->spp;
     nh_bk_init(&s->bk, s->spb + 1);
     s->ctr = b->env.counters;
-    s->session_len = nh_config_uint(cfg, "lbuf-session");
-    s->ninst = isnan(alpha) ? (uint32_t)nh_config_uint(cfg, "lbuf-instances") : 0;
+    s->session_len = keys[KEY_SESSION];
+    s->ninst = isnan(alpha) ? (uint32_t)keys[KEY_INSTANCES] : 0;
     s->cur = s->ninst / 2;
     s->alpha = s->ninst ? alpha_of(s, s->cur) : alpha;
     s->lambda = 0.5;

@@ -18,6 +18,7 @@ typedef struct Ref {
     uint32_t   window;      /* ref-window */
 } Ref;
 
+enum { REF_WINDOW, REF_VICTIMS };   /* ref_keys, in order */
 static const NhConfigKey ref_keys[] = {
     { "ref-window", NH_KEY_UINT, 0, 0, "75", 1, 100, NULL, false,
       "ref: percent of the buffered blocks, from the LRU end, a victim may come from" },
@@ -31,8 +32,8 @@ static void *ref_create(NhBuf *b)
     Ref *s = g_new0(Ref, 1);
     s->b = b;
     s->lru = g_sequence_new(NULL);
-    s->max_recent = (uint32_t)nh_config_uint(b->env.cfg, "ref-victims");
-    s->window = (uint32_t)nh_config_uint(b->env.cfg, "ref-window");
+    s->max_recent = (uint32_t)b->env.keys[REF_VICTIMS];
+    s->window = (uint32_t)b->env.keys[REF_WINDOW];
     s->recent = g_new0(uint64_t, s->max_recent);
     return s;
 }

@@ -1,24 +1,17 @@
 /*
- * config.c - the key tables and their parser (contract in config.h).
+ * config.c - the device's key tables, composed with the policies' and parts' into one list of
+ * keys by name, and the checks across them (contract in config.h).
  *
- * Every key is described once, in a table here or in its policy's ops table; parsing, range
- * checks, canonical printing and help text all come from those entries, so the device's QOM
- * properties and the simulator's option string cannot drift apart.
+ * Every key is described once, in a table here or in its policy's or part's table; parsing,
+ * range checks, canonical printing and help text all come from those entries (ftl/keys.c), so
+ * the device's QOM properties and the simulator's option string cannot drift apart.
  */
 #include "config.h"
 #include "ftl.h"
-#include "alloc.h"
-#include "placement.h"
-#include "scheduler.h"
-#include "nand.h"
 #include "buffer.h"
+#include "engine-priv.h"
 
-#include <errno.h>
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
-
-G_DEFINE_QUARK(nh-error-quark, nh_error)
 
 static const char *const cell_names[] = { "slc", "mlc", "tlc", "qlc", "znand", NULL };
 static const char *const gc_names[] = { "greedy", "cost-benefit", NULL };
@@ -29,7 +22,7 @@ static const char *const buf_volatile_names[] = { "auto", "on", "off", NULL };
 static const char *const switch_names[] = { "off", "on", NULL };
 
 #define F(field) offsetof(NhConfig, field), sizeof(((NhConfig *)0)->field)
-#define MS 1000000ull
+#define MS 1000000ull     /* in ns */
 #define SEC 1000000000ull
 
 /* NAND and FTL keys of every device */
@@ -65,7 +58,7 @@ static const NhConfigKey device_keys[] = {
     { "one-shot", NH_KEY_ENUM, F(one_shot), "off", 0, 0, switch_names, false,
       "cell=tlc, ftl=page: program the 3 pages of a word line (LSB, CSB, MSB) in one operation "
       "of one t-prog (HSP, seed 003); pages must be a multiple of 3" },
-    { "ftl", NH_KEY_STRING, F(ftl), "page", 0, 0, nh_ftl_names, false,
+    { "ftl", NH_KEY_STRING, F(ftl), NH_FTL_DEFAULT, 0, 0, nh_ftl_names, false,
       "flash translation layer" },
     { "gc", NH_KEY_ENUM, F(gc), "greedy", 0, 0, gc_names, false,
       "GC victim selection: greedy (fewest valid pages) or cost-benefit (age * free / cost)" },
@@ -113,10 +106,15 @@ typedef struct KeyList {
     NhConfigKey *keys;
     size_t n;
     GHashTable *by_name;    /* name -> key: looked up per element of every statistics document */
+    GHashTable *first;      /* a policy's or part's table -> its first slot + 1 */
 } KeyList;
 
-static void append_keys(GArray *a, const NhConfigKey *k, size_t n, size_t *slot)
+static void append_keys(GArray *a, const NhConfigKey *k, size_t n, size_t *slot,
+                        GHashTable *first)
 {
+    if (slot && k) {
+        g_hash_table_insert(first, (gpointer)k, GSIZE_TO_POINTER(*slot + 1));
+    }
     for (size_t i = 0; k && i < n && k[i].name; i++) {
         NhConfigKey key = k[i];
         if (slot) {
@@ -131,7 +129,31 @@ static void append_keys(GArray *a, const NhConfigKey *k, size_t n, size_t *slot)
     }
 }
 
-/* Composed once: the tables are constant, only the policies' slots are assigned here. */
+/* The parts listed before the FTLs' keys or (@after) after them. */
+static void append_parts(GArray *a, bool after, size_t *slot, GHashTable *first)
+{
+    for (size_t i = 0; i < NH_PARTS; i++) {
+        if (nh_parts[i]->keys_after_ftls == after) {
+            append_keys(a, nh_parts[i]->keys, SIZE_MAX, slot, first);
+        }
+    }
+}
+
+/* The FTLs' own keys, in registry order; a family's shared keys once, after its first. */
+static void append_ftls(GArray *a, size_t *slot, GHashTable *first)
+{
+    for (size_t i = 0; nh_ftl_names[i]; i++) {
+        const NhFtlOps *ftl = nh_ftl_find(nh_ftl_names[i]);
+        bool shared_seen = false;
+        for (size_t j = 0; j < i; j++) {
+            shared_seen |= nh_ftl_find(nh_ftl_names[j])->shared_keys == ftl->shared_keys;
+        }
+        append_keys(a, ftl->keys, SIZE_MAX, slot, first);
+        append_keys(a, shared_seen ? NULL : ftl->shared_keys, SIZE_MAX, slot, first);
+    }
+}
+
+/* Composed once: the tables are constant, only the policies' and parts' slots are assigned. */
 static const KeyList *all_keys(void)
 {
     static KeyList list;
@@ -141,27 +163,19 @@ static const KeyList *all_keys(void)
         GArray *a = g_array_new(FALSE, FALSE, sizeof(NhConfigKey));
         size_t slot = 0;
 
-        append_keys(a, device_keys, G_N_ELEMENTS(device_keys), NULL);
-        append_keys(a, nh_sched_keys, SIZE_MAX, &slot);
-        append_keys(a, nh_alloc_keys, SIZE_MAX, &slot);
-        for (size_t i = 0; nh_ftl_names[i]; i++) {
-            const NhFtlOps *ftl = nh_ftl_find(nh_ftl_names[i]);
-            bool shared_seen = false;
-            for (size_t j = 0; j < i; j++) {
-                shared_seen |= nh_ftl_find(nh_ftl_names[j])->shared_keys == ftl->shared_keys;
-            }
-            append_keys(a, ftl->keys, SIZE_MAX, &slot);
-            append_keys(a, shared_seen ? NULL : ftl->shared_keys, SIZE_MAX, &slot);
-        }
-        append_keys(a, nh_placement_keys, SIZE_MAX, &slot);
-        append_keys(a, memory_keys, G_N_ELEMENTS(memory_keys), NULL);
+        list.first = g_hash_table_new(NULL, NULL);
+        append_keys(a, device_keys, G_N_ELEMENTS(device_keys), NULL, NULL);
+        append_parts(a, false, &slot, list.first);
+        append_ftls(a, &slot, list.first);
+        append_parts(a, true, &slot, list.first);
+        append_keys(a, memory_keys, G_N_ELEMENTS(memory_keys), NULL, NULL);
         for (size_t i = 0; nh_buf_names[i]; i++) {
             const NhBufPolicy *pol = nh_buf_find(nh_buf_names[i]);
             if (pol) {
-                append_keys(a, pol->keys, SIZE_MAX, &slot);
+                append_keys(a, pol->keys, SIZE_MAX, &slot, list.first);
             }
         }
-        append_keys(a, front_end_keys, G_N_ELEMENTS(front_end_keys), NULL);
+        append_keys(a, front_end_keys, G_N_ELEMENTS(front_end_keys), NULL, NULL);
         list.n = a->len;
         list.keys = (NhConfigKey *)(void *)g_array_free(a, FALSE);
         list.by_name = g_hash_table_new(g_str_hash, g_str_equal);
@@ -174,6 +188,7 @@ static const KeyList *all_keys(void)
     }
     return &list;
 }
+
 
 size_t nh_config_nkeys(void)
 {
@@ -191,207 +206,9 @@ const NhConfigKey *nh_config_find(const char *key)
     return g_hash_table_lookup(all_keys()->by_name, key);
 }
 
-static void store(NhConfig *cfg, const NhConfigKey *k, uint64_t v)
-{
-    char *p = (char *)cfg + k->offset;
-    switch (k->width) {
-    case 8: { uint64_t x = v; memcpy(p, &x, 8); break; }
-    case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
-    case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
-    default: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
-    }
-}
-
-static uint64_t fetch(const NhConfig *cfg, const NhConfigKey *k)
-{
-    const char *p = (const char *)cfg + k->offset;
-    switch (k->width) {
-    case 8: { uint64_t x; memcpy(&x, p, 8); return x; }
-    case 4: { uint32_t x; memcpy(&x, p, 4); return x; }
-    case 2: { uint16_t x; memcpy(&x, p, 2); return x; }
-    default: { uint8_t x; memcpy(&x, p, 1); return x; }
-    }
-}
-
-/* A decimal number with an optional unit suffix; returns false on anything that is not exactly
- * that.  Always base 10: "08" is 8 (no octal, no hex). */
-static bool parse_number(const char *s, uint64_t *num, const char **unit)
-{
-    char *end;
-    if (!g_ascii_isdigit(*s)) {
-        return false;
-    }
-    errno = 0;
-    *num = g_ascii_strtoull(s, &end, 10);
-    if (errno) {
-        return false;
-    }
-    *unit = end;
-    return true;
-}
-
-static bool scale(uint64_t v, uint64_t mult, uint64_t *out)
-{
-    if (mult && v > UINT64_MAX / mult) {
-        return false;
-    }
-    *out = v * mult;
-    return true;
-}
-
-bool nh_config_parse_size(const char *text, uint64_t *bytes)
-{
-    uint64_t v, mult;
-    const char *unit;
-
-    if (!parse_number(text, &v, &unit)) {
-        return false;
-    }
-    switch (g_ascii_toupper(*unit)) {
-    case '\0': mult = 1; break;
-    case 'K': mult = 1ull << 10; break;
-    case 'M': mult = 1ull << 20; break;
-    case 'G': mult = 1ull << 30; break;
-    case 'T': mult = 1ull << 40; break;
-    default: return false;
-    }
-    /* accept "4K" and "4KiB"/"4KB"; nothing else after the suffix */
-    if (*unit && strcmp(unit + 1, "") && g_ascii_strcasecmp(unit + 1, "iB") &&
-        g_ascii_strcasecmp(unit + 1, "B")) {
-        return false;
-    }
-    return scale(v, mult, bytes);
-}
-
-/* What "auto" is stored as: 0, unless 0 is a value of the key (config.h). */
-static uint64_t auto_value(const NhConfigKey *k)
-{
-    return k->type == NH_KEY_UINT && k->min == 0 ? NH_CONFIG_AUTO : 0;
-}
-
-static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, GError **errp)
-{
-    uint64_t v = 0, mult = 1;
-    const char *unit;
-
-    if (k->allow_auto && g_ascii_strcasecmp(value, "auto") == 0) {
-        *out = auto_value(k);
-        return true;
-    }
-    switch (k->type) {
-    case NH_KEY_FRACTION:
-        g_assert_not_reached();     /* nh_config_set() parses them with parse_fraction() */
-    case NH_KEY_ENUM:
-    case NH_KEY_STRING:
-        for (size_t i = 0; k->choices[i]; i++) {
-            if (g_ascii_strcasecmp(value, k->choices[i]) == 0) {
-                *out = i;
-                return true;
-            }
-        }
-        {
-            char *list = g_strjoinv(", ", (char **)k->choices);
-            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: unknown value '%s' (valid: %s)",
-                        k->name, value, list);
-            g_free(list);
-        }
-        return false;
-    case NH_KEY_UINT:
-        if (!parse_number(value, &v, &unit) || *unit) {
-            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: '%s' is not a number%s",
-                        k->name, value, k->allow_auto ? " or 'auto'" : "");
-            return false;
-        }
-        break;
-    case NH_KEY_SIZE:
-        if (!nh_config_parse_size(value, &v)) {
-            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                        "%s: '%s' is not a size (a number with an optional K, M, G or T suffix)",
-                        k->name, value);
-            return false;
-        }
-        break;
-    case NH_KEY_TIME:
-        if (parse_number(value, &v, &unit)) {
-            if (!*unit || !strcmp(unit, "ns")) {
-                mult = 1;
-            } else if (!strcmp(unit, "us")) {
-                mult = 1000;
-            } else if (!strcmp(unit, "ms")) {
-                mult = MS;
-            } else if (!strcmp(unit, "s")) {
-                mult = SEC;
-            } else {
-                unit = "?";
-            }
-        } else {
-            unit = "?";
-        }
-        if (*unit == '?' || !scale(v, mult, &v)) {
-            g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                        "%s: '%s' is not a time (a number with an optional ns, us, ms or s suffix)",
-                        k->name, value);
-            return false;
-        }
-        break;
-    }
-    if (v < k->min || v > k->max) {
-        char *lo = NULL, *hi = NULL;
-        if (k->type == NH_KEY_TIME) {
-            lo = g_strdup_printf("%" G_GUINT64_FORMAT "ns", k->min);
-            hi = g_strdup_printf("%" G_GUINT64_FORMAT "ns", k->max);
-        } else {
-            lo = g_strdup_printf("%" G_GUINT64_FORMAT, k->min);
-            hi = g_strdup_printf("%" G_GUINT64_FORMAT, k->max);
-        }
-        /* 0 is a value, never the preset (that is 'auto', stored as auto_value()) */
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: must be between %s and %s%s, got %s",
-                    k->name, lo, hi, k->allow_auto ? " or 'auto'" : "", value);
-        g_free(lo);
-        g_free(hi);
-        return false;
-    }
-    if (k->type == NH_KEY_SIZE && k->offset == offsetof(NhConfig, page_size) &&
-        v != 4096 && v != 8192 && v != 16384) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "page-size: must be 4K, 8K or 16K, got %s",
-                    value);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-/* A decimal in [-1, 1]; "auto" (NAN) where allowed.  Not through parse_value: 0 is a value. */
-static bool parse_fraction(const NhConfigKey *k, const char *value, double *out, GError **errp)
-{
-    char *end;
-    double v;
-
-    if (k->allow_auto && g_ascii_strcasecmp(value, "auto") == 0) {
-        *out = NAN;
-        return true;
-    }
-    errno = 0;
-    v = g_ascii_strtod(value, &end);
-    /* strtod also takes "nan", "inf" and leading blanks: none is a fraction */
-    if (end == value || *end || errno || !isfinite(v) || g_ascii_isspace(*value)) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: '%s' is not a number%s", k->name,
-                    value, k->allow_auto ? " or 'auto'" : "");
-        return false;
-    }
-    if (v < -1.0 || v > 1.0) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: must be between -1 and 1, got %s",
-                    k->name, value);
-        return false;
-    }
-    *out = v + 0.0;     /* "-0" is 0 */
-    return true;
-}
-
 bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **errp)
 {
     const NhConfigKey *k = nh_config_find(key);
-    uint64_t v;
 
     if (!k) {
         GString *s = g_string_new(NULL);
@@ -407,25 +224,9 @@ bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **e
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: empty value", key);
         return false;
     }
-    if (k->type == NH_KEY_FRACTION) {
-        double d;
-        if (!parse_fraction(k, value, &d, errp)) {
-            return false;
-        }
-        memcpy((char *)cfg + k->offset, &d, sizeof(d));
-        return true;
-    }
-    if (!parse_value(k, value, &v, errp)) {
-        return false;
-    }
-    if (k->type == NH_KEY_STRING) {
-        char *dst = (char *)cfg + k->offset;
-        g_strlcpy(dst, k->choices[v], k->width);
-    } else {
-        store(cfg, k, v);
-    }
-    return true;
+    return nh_key_set(cfg, k, value, errp);
 }
+
 
 void nh_config_defaults(NhConfig *cfg)
 {
@@ -474,119 +275,55 @@ bool nh_config_parse(NhConfig *cfg, const char *text, GError **errp)
     return ok;
 }
 
-/* The largest unit that represents @v exactly, so that get(set(x)) round-trips. */
-static char *format_scaled(uint64_t v, const char *const *units, const uint64_t *mults, int n)
-{
-    for (int i = n - 1; i > 0; i--) {
-        if (v && v % mults[i] == 0) {
-            return g_strdup_printf("%" G_GUINT64_FORMAT "%s", v / mults[i], units[i]);
-        }
-    }
-    return g_strdup_printf("%" G_GUINT64_FORMAT "%s", v, units[0]);
-}
-
-char *nh_config_key_values(const NhConfigKey *k)
-{
-    static const char *const kinds[] = {
-        [NH_KEY_UINT] = "integer", [NH_KEY_SIZE] = "size in bytes (K, M, G, T suffixes)",
-        [NH_KEY_TIME] = "time in ns (ns, us, ms, s suffixes)",
-    };
-    const char *or_auto = k->allow_auto ? " or auto" : "";
-
-    switch (k->type) {
-    case NH_KEY_ENUM:
-    case NH_KEY_STRING: {
-        char *list = g_strjoinv(", ", (char **)k->choices);
-        char *out = g_strdup_printf("one of: %s%s", list, or_auto);
-        g_free(list);
-        return out;
-    }
-    case NH_KEY_FRACTION:
-        return g_strdup_printf("decimal -1..1%s", or_auto);
-    default:
-        return g_strdup_printf("%s %" G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT "%s",
-                               kinds[k->type], k->min, k->max, or_auto);
-    }
-}
 
 char *nh_config_get(const NhConfig *cfg, const char *key)
 {
-    static const char *const size_units[] = { "", "K", "M", "G", "T" };
-    static const uint64_t size_mults[] = { 1, 1ull << 10, 1ull << 20, 1ull << 30, 1ull << 40 };
-    static const char *const time_units[] = { "ns", "us", "ms", "s" };
-    static const uint64_t time_mults[] = { 1, 1000, MS, SEC };
     const NhConfigKey *k = nh_config_find(key);
-    uint64_t v;
 
-    if (!k) {
-        return NULL;
-    }
-    if (k->type == NH_KEY_STRING) {
-        return g_strndup((const char *)cfg + k->offset, k->width);
-    }
-    if (k->type == NH_KEY_FRACTION) {
-        double d;
-        memcpy(&d, (const char *)cfg + k->offset, sizeof(d));
-        if (isnan(d)) {
-            return g_strdup("auto");
-        }
-        /* the shortest form that parses back to the same double (0.1, not 0.10000000000000001);
-         * 17 significant digits always do */
-        char fmt[8], buf[G_ASCII_DTOSTR_BUF_SIZE];
-        for (int prec = 1; prec <= 17; prec++) {
-            g_snprintf(fmt, sizeof(fmt), "%%.%dg", prec);
-            g_ascii_formatd(buf, sizeof(buf), fmt, d);
-            if (g_ascii_strtod(buf, NULL) == d) {
-                break;
-            }
-        }
-        return g_strdup(buf);
-    }
-    v = fetch(cfg, k);
-    if (k->allow_auto && v == auto_value(k)) {
-        return g_strdup("auto");
-    }
-    switch (k->type) {
-    case NH_KEY_ENUM: {
-        size_t n = 0;
-        while (k->choices[n]) {
-            n++;
-        }
-        return g_strdup(v < n ? k->choices[v] : "?");
-    }
-    case NH_KEY_SIZE:
-        return format_scaled(v, size_units, size_mults, 5);
-    case NH_KEY_TIME:
-        return format_scaled(v, time_units, time_mults, 4);
-    default:
-        return g_strdup_printf("%" G_GUINT64_FORMAT, v);
+    return k ? nh_key_get(cfg, k) : NULL;
+}
+
+const uint64_t *nh_config_slots(const NhConfig *cfg, const NhConfigKey *table)
+{
+    gsize first = GPOINTER_TO_SIZE(g_hash_table_lookup(all_keys()->first, table));
+
+    return first ? &cfg->policy[first - 1] : NULL;
+}
+
+void nh_parts_decode(const NhConfig *cfg, void *settings[NH_PARTS])
+{
+    const NhFtlOps *ftl = nh_ftl_find(cfg->ftl);
+
+    for (size_t i = 0; i < NH_PARTS; i++) {
+        NhPartIn in = { cfg, nh_config_slots(cfg, nh_parts[i]->keys), ftl ? ftl->features : 0,
+                        0 };
+        settings[i] = g_malloc0(nh_parts[i]->size);
+        nh_parts[i]->decode(&in, settings[i]);
     }
 }
 
-uint64_t nh_config_uint(const NhConfig *cfg, const char *key)
+void nh_parts_free(void *settings[NH_PARTS])
 {
-    const NhConfigKey *k = nh_config_find(key);
-
-    g_assert(k && k->type != NH_KEY_FRACTION && k->type != NH_KEY_STRING);
-    return fetch(cfg, k);
+    for (size_t i = 0; i < NH_PARTS; i++) {
+        g_free(settings[i]);
+    }
 }
 
-double nh_config_fraction(const NhConfig *cfg, const char *key)
+/* Every part's cross-key checks, each told which FTL features its settings need and lack. */
+static bool check_parts(const NhConfig *cfg, uint32_t features, GError **errp)
 {
-    const NhConfigKey *k = nh_config_find(key);
-    double d;
+    void *settings[NH_PARTS];
+    bool ok = true;
 
-    g_assert(k && k->type == NH_KEY_FRACTION);
-    memcpy(&d, (const char *)cfg + k->offset, sizeof(d));
-    return d;
-}
-
-uint64_t nh_config_cell_t_prog(NhCell cell)
-{
-    NhTiming t;
-
-    nh_cell_preset(cell, &t);
-    return t.t_prog;
+    nh_parts_decode(cfg, settings);
+    for (size_t i = 0; ok && i < NH_PARTS; i++) {
+        const NhPart *part = nh_parts[i];
+        NhPartIn in = { cfg, nh_config_slots(cfg, part->keys), features,
+                        part->needs ? part->needs(settings[i]) & ~features : 0 };
+        ok = !part->check || part->check(&in, settings[i], (const void *const *)settings, errp);
+    }
+    nh_parts_free(settings);
+    return ok;
 }
 
 bool nh_config_check(const NhConfig *cfg, GError **errp)
@@ -623,15 +360,7 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
                     cfg->ftl);
         return false;
     }
-    if (nh_config_uint(cfg, "stripe-merge") == NH_ON && !(features & NH_FTL_STRIPE_MERGE)) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "stripe-merge: only ftl=page and ftl=dftl merge writes into stripes, got "
-                    "ftl=%s",
-                    cfg->ftl);
-        return false;
-    }
-    if (!nh_buf_config_check(cfg, errp) || !nh_placement_check(cfg, features, errp) ||
-        !nh_alloc_check(cfg, features, errp)) {
+    if (!nh_buf_config_check(cfg, errp) || !check_parts(cfg, features, errp)) {
         return false;
     }
     if (!ftl) {
@@ -641,5 +370,5 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
         g_free(list);
         return false;
     }
-    return !ftl->check_config || ftl->check_config(cfg, errp);
+    return !ftl->check_config || ftl->check_config(cfg, nh_config_slots(cfg, ftl->keys), errp);
 }

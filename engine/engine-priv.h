@@ -7,8 +7,7 @@
 
 #include "engine.h"
 #include "ftl.h"
-#include "placement.h"
-#include "stage.h"
+#include "part.h"
 #include "nand.h"
 #include "stats.h"
 #include "buffer.h"
@@ -23,6 +22,8 @@ struct NhEngine {
     const NhFtlOps *ops;
     void           *ftl;
     NhBuf          *buf;            /* write buffer and read cache; NULL = neither */
+    void           *settings[NH_PARTS];     /* the parts' decoded settings (part.h) */
+    NhParts         parts;          /* those settings and the parts' counters */
     uint64_t        last_now;
     uint64_t        priority_until; /* completion of the latest priority request */
 };
@@ -37,6 +38,7 @@ typedef enum NhStatsHow {
     NH_ENTRY_COUNTER,           /* a uint64_t of NhStats at offset */
     NH_ENTRY_HIST,              /* an NhHist of NhStats at offset */
     NH_ENTRY_POLICY,            /* a policy's counter: stat, from slot offset of NhStats.policy */
+    NH_ENTRY_NOW,               /* a policy's or part's fact of the moment (NH_STAT_NOW) */
     NH_ENTRY_DERIVED,           /* derive() */
     NH_ENTRY_DERIVED_DOUBLE,    /* derive_double() */
     NH_ENTRY_CONFIG,            /* every configuration key with its canonical text */
@@ -50,6 +52,8 @@ typedef struct NhStatsEntry {
     size_t      offset;
     const NhStat *stat;
     const char *buffer;         /* shown only with this buffer policy in force; NULL = always */
+    const NhConfigKey *keys;    /* a policy's counter: its keys (their values, element's own) */
+    size_t      part;           /* a part's counter: its NH_PART_* + 1 (its settings, own) */
     uint64_t (*derive)(const struct NhStatsCtx *c);
     double (*derive_double)(const struct NhStatsCtx *c);
 } NhStatsEntry;
@@ -63,11 +67,25 @@ uint64_t *nh_stats_policy_counters(NhStats *s, const NhStat *counters);
  * The statistics document: the table's entries, wear from @nand's erase counts, the
  * configuration in force (every key, canonical text) and geometry facts.  Caller frees.
  */
-char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
-                    uint64_t capacity, uint64_t logical_bytes, bool pretty);
+char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhParts *parts,
+                    const NhNand *nand, uint64_t capacity, uint64_t logical_bytes, bool pretty);
 
 /* The value at quantile @q (0..1): the upper edge of its bucket, capped at the maximum seen. */
 uint64_t nh_hist_quantile(const NhHist *h, double q);
+
+/* The values of the keys of @table (a policy's or part's, by its address) in @cfg, in the
+ * table's order; NULL for a NULL table (engine/config.c composes where they are). */
+const uint64_t *nh_config_slots(const NhConfig *cfg, const NhConfigKey *table);
+
+/* Every part's settings for @cfg, decoded (part.h); nh_parts_free frees them. */
+void nh_parts_decode(const NhConfig *cfg, void *settings[NH_PARTS]);
+void nh_parts_free(void *settings[NH_PARTS]);
+
+/* The decoded settings of part @index (NH_PART_*) in force in @eng. */
+static inline const void *nh_engine_part(const NhEngine *eng, size_t index)
+{
+    return eng->settings[index];
+}
 
 /* The environment an FTL of @eng is created in. */
 NhFtlEnv nh_engine_ftl_env(NhEngine *eng);

@@ -6,6 +6,8 @@
  * NAND model's.
  */
 #include "engine-priv.h"
+#include "hybrid.h"
+#include "placement.h"
 
 #include <string.h>
 
@@ -68,11 +70,15 @@ static uint64_t fewest_blocks(const NhConfig *cfg, uint64_t need, uint64_t npu, 
  * pages of *min blocks per plane, or, with both 0, of the capacity alone before any spare when
  * that passes 2^32 already: the FTL's spare rule would overflow on such a size.
  */
-static uint64_t auto_size(const NhConfig *cfg, uint64_t capacity, uint32_t *spare,
-                          uint64_t *min)
+static uint64_t auto_size(const NhConfig *cfg, const NhParts *parts, uint64_t capacity,
+                          uint32_t *spare, uint64_t *min)
 {
     uint64_t npu = (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
     uint64_t need = pages_of(capacity, cfg->page_size);
+    const NhFtlOps *ops = nh_ftl_find(cfg->ftl);
+    NhFtlEnv env = { .cfg = cfg, .lpages = need, .parts = parts,
+                     .keys = nh_config_slots(cfg, ops->keys),
+                     .shared_keys = nh_config_slots(cfg, ops->shared_keys) };
 
     *spare = 0;
     *min = 0;
@@ -81,7 +87,7 @@ static uint64_t auto_size(const NhConfig *cfg, uint64_t capacity, uint32_t *spar
     }
     /* every plane needs spare blocks for the FTL's open blocks, its free-block watermarks and
      * invalid pages for GC to reclaim; the FTL says how many */
-    *spare = nh_ftl_find(cfg->ftl)->spare_blocks(cfg, need, (uint32_t)npu);
+    *spare = ops->spare_blocks(&env, (uint32_t)npu);
     if (!*spare) {
         return 0;
     }
@@ -92,8 +98,8 @@ static uint64_t auto_size(const NhConfig *cfg, uint64_t capacity, uint32_t *spar
 /* @capacity needs @pages physical pages, more than 2^32.  A larger page-size is advised only
  * if one holds the capacity within 2^32 pages (it was advised at 16K, and for 8 EiB, where
  * none can). */
-static bool too_many_pages(const NhConfig *cfg, uint64_t capacity, uint64_t pages,
-                           GError **errp)
+static bool too_many_pages(const NhConfig *cfg, const NhParts *parts, uint64_t capacity,
+                           uint64_t pages, GError **errp)
 {
     uint32_t largest = (uint32_t)nh_config_find("page-size")->max, ps;
     char *want = human(capacity), *flash = human((uint64_t)largest << 32);
@@ -105,7 +111,7 @@ static bool too_many_pages(const NhConfig *cfg, uint64_t capacity, uint64_t page
 
         c.page_size = ps;
         c.blocks = 0;
-        if (auto_size(&c, capacity, &spare, &min) < UINT32_MAX && spare) {
+        if (auto_size(&c, parts, capacity, &spare, &min) < UINT32_MAX && spare) {
             break;
         }
     }
@@ -133,8 +139,9 @@ static bool too_many_pages(const NhConfig *cfg, uint64_t capacity, uint64_t page
  * op with @spare spare blocks per plane: say which of the two rules it breaks, with the
  * numbers, and advise only what would help (a lower op cannot give spare blocks).
  */
-static bool too_few_blocks(const NhConfig *cfg, uint64_t capacity, uint64_t need, uint64_t npu,
-                           uint32_t spare, uint64_t min, GError **errp)
+static bool too_few_blocks(const NhConfig *cfg, const NhPlacementSettings *pl, uint64_t capacity,
+                           uint64_t need, uint64_t npu, uint32_t spare, uint64_t min,
+                           GError **errp)
 {
     uint64_t blocks = cfg->blocks, per_block_logical = npu * cfg->pages;
     uint64_t data = (need + per_block_logical - 1) / per_block_logical;
@@ -161,7 +168,7 @@ static bool too_few_blocks(const NhConfig *cfg, uint64_t capacity, uint64_t need
         g_free(op_advice);
         g_free(have);
     } else {
-        uint32_t streams = nh_placement_max_streams(cfg) - 1;
+        uint32_t streams = pl->max_streams - 1;
         char *kept = streams ? g_strdup_printf(" (%u of them kept for the frontiers of "
                                                "physical streams 1..%u: fewer with a lower "
                                                "streams, none with streams=0)", streams,
@@ -181,7 +188,8 @@ static bool too_few_blocks(const NhConfig *cfg, uint64_t capacity, uint64_t need
 }
 
 /* Fill in blocks=auto, or check an explicit value against the capacity. */
-static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages, GError **errp)
+static bool resolve_geometry(NhConfig *cfg, const NhParts *parts, uint64_t capacity,
+                             uint64_t *lpages, GError **errp)
 {
     uint64_t npu = (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
     uint64_t need = pages_of(capacity, cfg->page_size);
@@ -194,9 +202,9 @@ static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages,
         return false;
     }
     /* the fewest blocks that hold the capacity: refused here if even they break a rule */
-    pages = auto_size(cfg, capacity, &spare, &min);
+    pages = auto_size(cfg, parts, capacity, &spare, &min);
     if (pages >= UINT32_MAX) {
-        return too_many_pages(cfg, capacity, pages, errp);
+        return too_many_pages(cfg, parts, capacity, pages, errp);
     }
     if (!spare) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
@@ -216,7 +224,8 @@ static bool resolve_geometry(NhConfig *cfg, uint64_t capacity, uint64_t *lpages,
     }
     blocks = cfg->blocks ? cfg->blocks : min;
     if (blocks < min) {
-        return too_few_blocks(cfg, capacity, need, npu, spare, min, errp);
+        return too_few_blocks(cfg, parts->settings[NH_PART_placement], capacity, need, npu,
+                              spare, min, errp);
     }
     if (blocks * per_block_logical >= UINT32_MAX) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
@@ -265,7 +274,8 @@ static void create_buffer(NhEngine *eng)
         .stats = &eng->stats,
         .sink = { eng, sink_write, sink_read, sink_is_mapped, sink_in_log, NULL },
         .lpages = eng->lpages,
-        .log_blocks = nh_ftl_log_blocks(&eng->cfg, &eng->nand->g, eng->lpages),
+        .log_blocks = nh_ftl_log_blocks(nh_config_slots(&eng->cfg, hy_keys)[0], &eng->nand->g,
+                                        eng->lpages),
         .t_read = eng->nand->t.t_read,
         .t_prog = eng->nand->t.t_prog,
         .t_erase = eng->nand->t.t_erase,
@@ -273,6 +283,7 @@ static void create_buffer(NhEngine *eng)
 
     if (pol || eng->cfg.cache_size) {
         env.counters = nh_stats_policy_counters(&eng->stats, pol ? pol->counters : NULL);
+        env.keys = pol ? nh_config_slots(&eng->cfg, pol->keys) : NULL;
         eng->buf = nh_buf_new(&env);
     }
 }
@@ -285,9 +296,20 @@ NhFtlEnv nh_engine_ftl_env(NhEngine *eng)
         .stats = &eng->stats,
         .lpages = eng->lpages,
         .counters = nh_stats_policy_counters(&eng->stats, eng->ops->counters),
-        .placement = nh_stats_policy_counters(&eng->stats, nh_placement_counters),
-        .staging = nh_stats_policy_counters(&eng->stats, nh_stage_counters),
+        .keys = nh_config_slots(&eng->cfg, eng->ops->keys),
+        .shared_keys = nh_config_slots(&eng->cfg, eng->ops->shared_keys),
+        .parts = &eng->parts,
     };
+}
+
+/* The parts' settings decoded for @c, and their counters' slots. */
+static void decode_parts(NhEngine *eng, const NhConfig *c)
+{
+    nh_parts_decode(c, eng->settings);
+    for (size_t i = 0; i < NH_PARTS; i++) {
+        eng->parts.settings[i] = eng->settings[i];
+        eng->parts.counters[i] = nh_stats_policy_counters(&eng->stats, nh_parts[i]->counters);
+    }
 }
 
 NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
@@ -296,22 +318,24 @@ NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
     NhFtlEnv env;
     NhConfig c = *cfg;
     uint64_t lpages;
-    const NhFtlOps *ops;
 
-    if (!nh_config_check(&c, errp) || !resolve_geometry(&c, capacity, &lpages, errp)) {
+    if (!nh_config_check(&c, errp)) {
         return NULL;
     }
-    ops = nh_ftl_find(c.ftl);
     eng = g_new0(NhEngine, 1);
+    decode_parts(eng, &c);
+    if (!resolve_geometry(&c, &eng->parts, capacity, &lpages, errp)) {
+        nh_engine_free(eng);
+        return NULL;
+    }
     eng->cfg = c;
     eng->capacity = capacity;
     eng->lpages = lpages;
-    eng->ops = ops;
-    eng->nand = nh_nand_new(&eng->cfg, &eng->stats,
-                            nh_stats_policy_counters(&eng->stats, nh_sched_counters));
+    eng->ops = nh_ftl_find(c.ftl);
+    eng->nand = nh_nand_new(&eng->cfg, &eng->stats, &eng->parts);
     eng->logical_bytes = logical_pages_of(eng->nand->g.npages, c.op) * c.page_size;
     env = nh_engine_ftl_env(eng);
-    eng->ftl = ops->create(&env, errp);
+    eng->ftl = eng->ops->create(&env, errp);
     if (!eng->ftl) {
         nh_engine_free(eng);
         return NULL;
@@ -328,6 +352,7 @@ void nh_engine_free(NhEngine *eng)
             eng->ops->destroy(eng->ftl);
         }
         nh_nand_free(eng->nand);
+        nh_parts_free(eng->settings);
         g_free(eng);
     }
 }
@@ -377,12 +402,23 @@ static bool check_range(const NhEngine *eng, const NhRequest *req, GError **errp
 
 uint32_t nh_engine_stream_limit(const NhEngine *eng)
 {
-    return eng->ops->features & NH_FTL_PLACEMENT ? nh_placement_host_streams(&eng->cfg) : 0;
+    const NhPlacementSettings *pl = eng->settings[NH_PART_placement];
+
+    return eng->ops->features & NH_FTL_PLACEMENT ? pl->host_streams : 0;
 }
 
 uint32_t nh_engine_stream_fronts(const NhEngine *eng)
 {
-    return nh_engine_stream_limit(eng) ? nh_placement_max_streams(&eng->cfg) : 0;
+    const NhPlacementSettings *pl = eng->settings[NH_PART_placement];
+
+    return nh_engine_stream_limit(eng) ? pl->max_streams : 0;
+}
+
+NhPlacementAsked nh_engine_placement_asked(const NhEngine *eng)
+{
+    const NhPlacementSettings *pl = eng->settings[NH_PART_placement];
+
+    return (NhPlacementAsked){ .streams = pl->streams, .dstream = pl->map == NH_MAP_DSTREAM };
 }
 
 void nh_engine_stream_release(NhEngine *eng, uint16_t id)
@@ -686,8 +722,8 @@ bool nh_engine_volatile_write_cache(const NhEngine *eng)
 
 char *nh_engine_stats_json(const NhEngine *eng, bool pretty)
 {
-    return nh_stats_json(&eng->stats, &eng->cfg, eng->nand, eng->capacity, eng->logical_bytes,
-                         pretty);
+    return nh_stats_json(&eng->stats, &eng->cfg, &eng->parts, eng->nand, eng->capacity,
+                         eng->logical_bytes, pretty);
 }
 
 void nh_engine_stats_reset(NhEngine *eng)

@@ -72,11 +72,14 @@ uint64_t nh_engine_state_hash(const NhEngine *eng)
         g_free(v);
     }
     g_string_append_printf(s, "capacity=%" G_GUINT64_FORMAT, eng->capacity);
-    /* placement adds frontiers and its own section; off, the hash is what it always was */
-    for (size_t i = 0; nh_placement_on(&eng->cfg) && nh_placement_keys[i].name; i++) {
-        char *v = nh_config_get(&eng->cfg, nh_placement_keys[i].name);
-        g_string_append_printf(s, ";%s=%s", nh_placement_keys[i].name, v);
-        g_free(v);
+    for (size_t p = 0; p < NH_PARTS; p++) {
+        const NhPart *part = nh_parts[p];
+        for (size_t i = 0; part->shapes_state && part->shapes_state(eng->settings[p]) &&
+                           part->keys[i].name; i++) {
+            char *v = nh_config_get(&eng->cfg, part->keys[i].name);
+            g_string_append_printf(s, ";%s=%s", part->keys[i].name, v);
+            g_free(v);
+        }
     }
     for (gsize i = 0; i < s->len; i++) {
         h = (h ^ (guint8)s->str[i]) * 0x100000001b3ull;

@@ -1,8 +1,9 @@
 /*
  * stats.c - the statistics table and the document built from it (contract in engine-priv.h).
  *
- * Every key of the document is one entry of the table: a counter of NhStats, a policy's counter
- * (its own table, composed in here), or a value derived when the document is built.  The JSON
+ * Every key of the document is one entry of the table: a counter of NhStats, a policy's or a
+ * part's counter (its own table, composed in here), or a value derived when the document is
+ * built.  The JSON
  * writer, the state file's counter section and the check of docs/statistics.md all walk it.
  */
 #include "engine-priv.h"
@@ -44,6 +45,7 @@ uint64_t nh_hist_quantile(const NhHist *h, double q)
 typedef struct NhStatsCtx {
     const NhStats *s;
     const NhConfig *cfg;
+    const NhParts *parts;
     const NhNand *nand;
     uint64_t capacity, logical_bytes;
     uint32_t wmin, wmax;
@@ -103,11 +105,6 @@ static double run_iops(const Ctx *c)
     return ns ? (double)run_cmds(c) * 1e9 / (double)ns : 0.0;
 }
 
-static uint64_t sched_queued(const Ctx *c)
-{
-    return nh_sched_queued(c->nand->sched);
-}
-
 /* Busy time over the span the host saw, per die or channel, what the end-of-run drain booked
  * (the buffer's last contents, the GC still queued) left out: at saturation near 1 with and
  * without GC when scheduling is work-conserving, however much GC a short run leaves behind. */
@@ -163,11 +160,6 @@ static const NhStatsEntry device_stats[] = {
     { "ftl.merges.switch", C(ftl_merges_switch) },
     { "ftl.merges.partial", C(ftl_merges_partial) },
     { "ftl.merges.full", C(ftl_merges_full) },
-};
-
-/* What the scheduler holds now, after its counters. */
-static const NhStatsEntry sched_stats[] = {
-    { "sched.queued_ops", D(sched_queued) },
 };
 
 /* Derived values, latency and the write buffer; the buffer policies' own counters follow. */
@@ -233,19 +225,33 @@ static void append_entries(GArray *a, const NhStatsEntry *e, size_t n)
     g_array_append_vals(a, e, (guint)n);
 }
 
-/* A policy's counters, given their slots from *slot on. */
-static void append_policy(GArray *a, const NhStat *t, const char *buffer, size_t *slot)
+/* A policy's counters (@keys its key table) or part @part's (NH_PART_* + 1), given their
+ * slots from *slot on. */
+static void append_policy(GArray *a, const NhStat *t, const NhConfigKey *keys, size_t part,
+                          const char *buffer, size_t *slot)
 {
     for (size_t i = 0; t && t[i].path; i++) {
-        NhStatsEntry e = { t[i].path, .how = NH_ENTRY_POLICY, .offset = *slot, .stat = &t[i],
-                           .buffer = buffer };
+        NhStatsEntry e = { t[i].path, .how = t[i].kind == NH_STAT_NOW ? NH_ENTRY_NOW :
+                                                                        NH_ENTRY_POLICY,
+                           .offset = *slot, .stat = &t[i], .buffer = buffer, .keys = keys,
+                           .part = part };
         g_assert(*slot + nh_stat_slots(&t[i]) <= NH_STATS_POLICY_SLOTS);
         *slot += nh_stat_slots(&t[i]);
         g_array_append_val(a, e);
     }
 }
 
-/* Composed once: the tables are constant, only the policies' slots are assigned here. */
+/* The parts' counters listed before the FTLs' or (@after) after them. */
+static void append_parts(GArray *a, bool after, size_t *slot)
+{
+    for (size_t i = 0; i < NH_PARTS; i++) {
+        if (nh_parts[i]->counters_after_ftls == after) {
+            append_policy(a, nh_parts[i]->counters, NULL, i + 1, NULL, slot);
+        }
+    }
+}
+
+/* Composed once: the tables are constant, only the policies' and parts' slots are assigned. */
 const NhStatsEntry *nh_stats_table(size_t *n)
 {
     static NhStatsEntry *table;
@@ -257,18 +263,18 @@ const NhStatsEntry *nh_stats_table(size_t *n)
         size_t slot = 0;
 
         append_entries(a, device_stats, G_N_ELEMENTS(device_stats));
+        append_parts(a, false, &slot);
         for (size_t i = 0; nh_ftl_names[i]; i++) {
-            append_policy(a, nh_ftl_find(nh_ftl_names[i])->counters, NULL, &slot);
+            const NhFtlOps *ftl = nh_ftl_find(nh_ftl_names[i]);
+            append_policy(a, ftl->counters, ftl->keys, 0, NULL, &slot);
         }
-        append_policy(a, nh_placement_counters, NULL, &slot);
-        append_policy(a, nh_sched_counters, NULL, &slot);
-        append_entries(a, sched_stats, G_N_ELEMENTS(sched_stats));
+        append_parts(a, true, &slot);
         append_entries(a, memory_stats, G_N_ELEMENTS(memory_stats));
         for (size_t i = 0; nh_buf_names[i]; i++) {
             const NhBufPolicy *pol = nh_buf_find(nh_buf_names[i]);
             if (pol) {
-                append_policy(a, pol->counters, pol->counters_when_chosen ? pol->name : NULL,
-                              &slot);
+                append_policy(a, pol->counters, pol->keys, 0,
+                              pol->counters_when_chosen ? pol->name : NULL, &slot);
             }
         }
         append_entries(a, closing_stats, G_N_ELEMENTS(closing_stats));
@@ -327,7 +333,7 @@ static void add_config(JsonBuilder *b, const NhConfig *cfg)
     json_builder_set_member_name(b, "config");
     json_builder_begin_object(b);
     for (size_t i = 0; i < nh_config_nkeys(); i++) {
-        char *v = nh_config_get(cfg, nh_config_key(i)->name);
+        char *v = nh_key_get(cfg, nh_config_key(i));
         json_builder_set_member_name(b, nh_config_key(i)->name);
         json_builder_add_string_value(b, v);
         g_free(v);
@@ -335,9 +341,12 @@ static void add_config(JsonBuilder *b, const NhConfig *cfg)
     json_builder_end_object(b);
 }
 
-static void add_policy(JsonBuilder *b, const char *key, const NhStat *st, const uint64_t *v,
-                       const NhConfig *cfg)
+static void add_policy(JsonBuilder *b, const char *key, const NhStatsEntry *e, const Ctx *c)
 {
+    const NhStat *st = e->stat;
+    const uint64_t *v = &c->s->policy[e->offset];
+    const void *own;
+
     switch (st->kind) {
     case NH_STAT_COUNT:
         add_uint(b, key, *v);
@@ -345,12 +354,16 @@ static void add_policy(JsonBuilder *b, const char *key, const NhStat *st, const 
     case NH_STAT_MILLI:
         add_double(b, key, ((double)*v + st->bias) / 1000.0);
         break;
+    case NH_STAT_NOW:
+        add_uint(b, key, st->now(c->nand));
+        break;
     case NH_STAT_ARRAY:
+        own = e->part ? c->parts->settings[e->part - 1] : nh_config_slots(c->cfg, e->keys);
         json_builder_set_member_name(b, key);
         json_builder_begin_object(b);
         for (uint32_t i = 0; i < st->n; i++) {
             char name[32];
-            if (st->element(cfg, i, name, sizeof(name))) {
+            if (st->element(own, i, name, sizeof(name))) {
                 add_uint(b, name, v[i]);
             }
         }
@@ -371,11 +384,13 @@ static void add_entry(JsonBuilder *b, const NhStatsEntry *e, const char *key, co
         add_hist(b, key, (const NhHist *)(const void *)field);
         break;
     case NH_ENTRY_POLICY:
-        add_policy(b, key, e->stat, &c->s->policy[e->offset], c->cfg);
+    case NH_ENTRY_NOW:
+        add_policy(b, key, e, c);
         break;
     case NH_ENTRY_DERIVED:
         add_uint(b, key, e->derive(c));
         break;
+
     case NH_ENTRY_DERIVED_DOUBLE:
         add_double(b, key, e->derive_double(c));
         break;
@@ -409,10 +424,10 @@ static const char *nest(JsonBuilder *b, GPtrArray *open, const char *path)
     return leaf;
 }
 
-char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhNand *nand,
-                    uint64_t capacity, uint64_t logical_bytes, bool pretty)
+char *nh_stats_json(const NhStats *s, const NhConfig *cfg, const NhParts *parts,
+                    const NhNand *nand, uint64_t capacity, uint64_t logical_bytes, bool pretty)
 {
-    Ctx c = { s, cfg, nand, capacity, logical_bytes, 0, 0, 0.0 };
+    Ctx c = { s, cfg, parts, nand, capacity, logical_bytes, 0, 0, 0.0 };
     JsonBuilder *b = json_builder_new();
     GPtrArray *open = g_ptr_array_new_with_free_func(g_free);
     JsonGenerator *gen;

@@ -31,7 +31,7 @@
  *    plane of a die (measured: 512 pages in 256 program operations with planes=2, as static).
  *  - Only FTLs with NH_FTL_DYNAMIC_ALLOC allocate host pages plane by plane; stripe-merge
  *    places a stripe on every plane itself; sched=fcfs books GC at once and is kept only to
- *    reproduce earlier results.  nh_alloc_check refuses the rest, naming the key.
+ *    reproduce earlier results.  The part's check refuses the rest, naming the key.
  */
 #ifndef NH_ALLOC_H
 #define NH_ALLOC_H
@@ -43,10 +43,10 @@ typedef enum NhAlloc { NH_ALLOC_STATIC, NH_ALLOC_DYNAMIC } NhAlloc;
 /* added to the rank of a plane that would wait for GC: above any time of a run (146 years) */
 #define NH_ALLOC_LAST (1ull << 62)
 
-extern const NhConfigKey nh_alloc_keys[];
-
-/* Cross-key checks, with the chosen FTL's features; errors name the key. */
-bool nh_alloc_check(const NhConfig *cfg, uint32_t features, GError **errp);
+/* The part's settings (part.h: nh_part_alloc, key alloc). */
+typedef struct NhAllocSettings {
+    NhAlloc alloc;
+} NhAllocSettings;
 
 /* alloc=dynamic: the rank of a plane on die @die for a host page at @now, lowest first: when
  * the die would be free after the GC it owes (see above); @next_blk is the free block the

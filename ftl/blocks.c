@@ -507,7 +507,8 @@ bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, 
     b->pages = g->pages;
     b->blocks = g->blocks;
     b->npu = g->npu;
-    b->dynamic = nh_config_uint(env->cfg, "alloc") == NH_ALLOC_DYNAMIC;
+    b->dynamic = ((const NhAllocSettings *)env->parts->settings[NH_PART_alloc])->alloc ==
+                 NH_ALLOC_DYNAMIC;
     /* the engine sized the geometry with the FTL's spare_blocks (nh_blocks_min_spare), so the
      * frontiers, the gc-high free blocks and room for invalid pages fit in every plane */
     spare = (g->nblocks - (spec->live_pages + g->pages - 1) / g->pages) / g->npu;

@@ -35,6 +35,7 @@ typedef struct Dftl {
     uint32_t   maxcap;      /* entries allocated: cap at DStream's k = 1, else cap */
     uint32_t  *hash;        /* entry + 1, 0 empty */
     uint32_t   hmask;
+    uint64_t   cmt_size;    /* the cmt-size key, bytes */
     uint64_t   mem, sbuf;   /* DStream: device memory, a stream's buffer (mem 0: cmt-size) */
 } Dftl;
 

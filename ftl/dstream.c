@@ -153,46 +153,43 @@ int nh_kmeans_step(NhKmeans *km, const double *x, uint32_t n, uint8_t *assign)
 
 /* ------------------------------------------------------------------ logical streams */
 
-bool nh_dstream_check(const NhConfig *cfg, uint32_t features, GError **errp)
+bool nh_dstream_check(const NhConfig *cfg, const NhPlacementSettings *set, uint32_t missing,
+                      GError **errp)
 {
-    uint64_t mem = nh_config_uint(cfg, "dstream-memory");
-    uint64_t buf = nh_placement_stream_buffer(cfg);
+    uint64_t mem = set->dstream_memory, buf = set->stream_buffer;
 
-    if (mem && !(features & NH_FTL_CMT_RESIZE)) {
+    if (missing & NH_FTL_CMT_RESIZE) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "dstream-memory: only ftl=dftl has a mapping cache to give memory to, got "
                     "ftl=%s", cfg->ftl);
         return false;
     }
-    if (mem && mem < nh_placement_max_streams(cfg) * buf + 8) {
+    if (mem && mem < set->max_streams * buf + 8) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "dstream-memory: %" G_GUINT64_FORMAT " bytes cannot hold the write buffers "
                     "of physical-streams=%u at stream-buffer=%" G_GUINT64_FORMAT " and one "
-                    "mapping cache entry (8 bytes)", mem, nh_placement_max_streams(cfg), buf);
+                    "mapping cache entry (8 bytes)", mem, set->max_streams, buf);
         return false;
     }
     return true;
 }
 
-NhDstream *nh_dstream_new(const NhConfig *cfg, uint64_t lpages, uint32_t kmax)
+NhDstream *nh_dstream_new(const NhPlacementSettings *set, uint64_t lpages, uint32_t kmax)
 {
     NhDstream *ds = g_new0(NhDstream, 1);
 
-    ds->nparts = (uint32_t)nh_config_uint(cfg, "dstream-partitions");
-    ds->nhost = nh_placement_host_streams(cfg);
+    ds->nparts = set->partitions;
+    ds->nhost = set->host_streams;
     ds->nlog = ds->nparts + ds->nhost;
     ds->lpages = lpages;
-    ds->interval = nh_config_uint(cfg, "dstream-timestamp");
-    if (!ds->interval) {
-        ds->interval = cfg->pages;
-    }
+    ds->interval = set->timestamp;
     ds->count = g_new0(uint32_t, ds->nlog);
     ds->x = g_new0(double, ds->nlog);
     ds->assign = g_new0(uint8_t, ds->nlog);
     /* seed 003 starts at the maximum: k streams' buffers until the first timestamp */
     ds->km.kmax = kmax;
     ds->km.k = 0;
-    ds->km.fixed = nh_config_uint(cfg, "dstream-k") == 1;
+    ds->km.fixed = set->k_fixed;
     return ds;
 }
 

@@ -26,9 +26,11 @@ typedef struct NhKmeans {
  */
 int nh_kmeans_step(NhKmeans *km, const double *x, uint32_t n, uint8_t *assign);
 
-NhDstream *nh_dstream_new(const NhConfig *cfg, uint64_t lpages, uint32_t kmax);
+NhDstream *nh_dstream_new(const NhPlacementSettings *set, uint64_t lpages, uint32_t kmax);
 void nh_dstream_free(NhDstream *ds);
-bool nh_dstream_check(const NhConfig *cfg, uint32_t features, GError **errp);
+/* The placement part's checks of the dstream keys; @missing: the FTL features it lacks. */
+bool nh_dstream_check(const NhConfig *cfg, const NhPlacementSettings *set, uint32_t missing,
+                      GError **errp);
 uint32_t nh_dstream_k(const NhDstream *ds);
 /* The physical stream of a host page (see nh_placement_front); ends a timestamp when its
  * pages are written (*timestamp set), then k may have changed. */

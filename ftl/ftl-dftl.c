@@ -52,6 +52,7 @@ static const NhStat dftl_counters[] = {
 };
 
 /* DFTL's own keys: the mapping cache's size (under DStream, dstream-memory's share instead) */
+enum { DFTL_CMT_SIZE };     /* dftl_keys, in order */
 static const NhConfigKey dftl_keys[] = {
     { "cmt-size", NH_KEY_SIZE, 0, 0, "4M", 8, 1ull << 30, NULL, false,
       "dftl: cached mapping table in bytes, 8 per entry (lpn and ppn), a multiple of 8; "
@@ -59,10 +60,11 @@ static const NhConfigKey dftl_keys[] = {
     { NULL },
 };
 
-static bool dftl_check_config(const NhConfig *cfg, GError **errp)
+static bool dftl_check_config(const NhConfig *cfg, const uint64_t *keys, GError **errp)
 {
-    uint64_t cmt = nh_config_uint(cfg, "cmt-size");
+    uint64_t cmt = keys[DFTL_CMT_SIZE];
 
+    (void)cfg;
     if (cmt % 8) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "cmt-size: must be a multiple of 8 bytes (one mapping entry), got %"
@@ -278,18 +280,19 @@ static uint64_t tpages_of(const NhConfig *cfg, uint64_t lpages)
  * room for invalid pages (nh_blocks_min_spare), and a reserved block per physical stream beyond
  * the first.
  */
-static uint32_t dftl_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
+static uint32_t dftl_spare_blocks(const NhFtlEnv *env, uint32_t npu)
 {
-    uint64_t per_plane = (tpages_of(cfg, lpages) + (uint64_t)cfg->pages * npu - 1) /
+    const NhConfig *cfg = env->cfg;
+    uint64_t per_plane = (tpages_of(cfg, env->lpages) + (uint64_t)cfg->pages * npu - 1) /
                          ((uint64_t)cfg->pages * npu);
-    return pmap_min_spare(cfg, lpages, npu, (uint32_t)(NFRONT + 2 * per_plane), 2);
+    return pmap_min_spare(env, npu, (uint32_t)(NFRONT + 2 * per_plane), 2);
 }
 
 /* CMT entries with @k physical streams open: what their buffers leave of dstream-memory, or
  * cmt-size; caching more entries than there are pages changes nothing. */
 static uint32_t cap_for(const Dftl *f, uint32_t k)
 {
-    uint64_t bytes = f->mem ? f->mem - k * f->sbuf : nh_config_uint(f->pm.env.cfg, "cmt-size");
+    uint64_t bytes = f->mem ? f->mem - k * f->sbuf : f->cmt_size;
     return (uint32_t)MIN(bytes / ENTRY_BYTES, f->pm.env.lpages);
 }
 
@@ -305,15 +308,14 @@ static uint64_t dftl_k_changed(void *ctx, uint32_t k)
 /* DStream's memory budget: the CMT and the open streams' buffers share dstream-memory. */
 static void dstream_init(Dftl *f)
 {
-    const NhConfig *cfg = f->pm.env.cfg;
+    const NhPlacementSettings *set = f->pm.env.parts->settings[NH_PART_placement];
     NhPlacement *pl = f->pm.pl;
 
     if (!pl || !pl->ds) {
         return;
     }
-    f->sbuf = nh_placement_stream_buffer(cfg);
-    f->mem = nh_config_uint(cfg, "dstream-memory");
-    f->mem = f->mem ? f->mem : nh_config_uint(cfg, "cmt-size") + pl->nstreams * f->sbuf;
+    f->sbuf = set->stream_buffer;
+    f->mem = set->dstream_memory ? set->dstream_memory : f->cmt_size + pl->nstreams * f->sbuf;
     pl->k_changed = dftl_k_changed;
     pl->ctx = f;
 }
@@ -447,6 +449,7 @@ static void *dftl_create(const NhFtlEnv *env, GError **errp)
     };
     uint64_t hsize = 2;
 
+    f->cmt_size = env->keys[DFTL_CMT_SIZE];
     f->epp = env->cfg->page_size / 4;
     f->ntp = (uint32_t)tpages_of(env->cfg, env->lpages);
     pmap_place(&f->pm, env, &cmt_map, &spec, NFRONT);

@@ -51,9 +51,9 @@ static uint64_t page_trim(void *opaque, uint64_t lpn, uint64_t npages, uint64_t 
 }
 
 /* Two frontiers per plane and a reserve of one (see page_create). */
-static uint32_t page_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
+static uint32_t page_spare_blocks(const NhFtlEnv *env, uint32_t npu)
 {
-    return pmap_min_spare(cfg, lpages, npu, NFRONT, 1);
+    return pmap_min_spare(env, npu, NFRONT, 1);
 }
 
 static void *page_create(const NhFtlEnv *env, GError **errp)
@@ -90,6 +90,4 @@ static void page_prefetch(const void *opaque, uint64_t lpn, bool deep)
 
 const NhFtlOps nh_ftl_page_ops = NH_PAGEMAP_OPS("page", page_create, page_trim,
                                                 page_spare_blocks, 0,
-                                                .keys = nh_stage_keys,
-                                                .counters = nh_stage_counters,
                                                 .prefetch = page_prefetch);

@@ -7,6 +7,7 @@
  */
 #include "hybrid.h"
 
+enum { SAST_N, SAST_K };    /* sast_keys, in order */
 static const NhConfigKey sast_keys[] = {
     { "sast-n", NH_KEY_UINT, 0, 0, "4", 1, 4096, NULL, false,
       "sast: logical blocks per set (sharing the set's log blocks)" },
@@ -22,8 +23,8 @@ static uint32_t sast_place(HyFtl *h, uint64_t lpn)
 
 static void *sast_create(const NhFtlEnv *env, GError **errp)
 {
-    uint32_t n = (uint32_t)nh_config_uint(env->cfg, "sast-n");
-    uint32_t k = (uint32_t)nh_config_uint(env->cfg, "sast-k");
+    uint32_t n = (uint32_t)env->keys[SAST_N];
+    uint32_t k = (uint32_t)env->keys[SAST_K];
     uint64_t nlb = (env->lpages + env->nand->g.pages - 1) / env->nand->g.pages;
     HyFtl *h = hy_new(env, sast_place, (uint32_t)((nlb + n - 1) / n), k, errp);
 

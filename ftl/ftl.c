@@ -1,4 +1,5 @@
-/* ftl.c - the registry of FTLs (NH_FTL_REGISTRY in ftl.h) and what the FTLs share. */
+/* ftl.c - the registries of FTLs and parts (NH_FTL_REGISTRY in ftl.h, NH_PART_REGISTRY in
+ * part.h) and what the FTLs share. */
 #include "ftl.h"
 
 #include <string.h>
@@ -8,6 +9,9 @@
 
 static const NhFtlOps *const registry[] = { NH_FTL_REGISTRY(NH_FTL_OPS) };
 const char *const nh_ftl_names[] = { NH_FTL_REGISTRY(NH_FTL_NAME) NULL };
+
+#define NH_PART_ENTRY(file) &nh_part_##file,
+const NhPart *const nh_parts[NH_PARTS] = { NH_PART_REGISTRY(NH_PART_ENTRY) };
 
 const NhFtlOps *nh_ftl_find(const char *name)
 {
@@ -19,13 +23,12 @@ const NhFtlOps *nh_ftl_find(const char *name)
     return NULL;
 }
 
-uint32_t nh_ftl_log_blocks(const NhConfig *cfg, const NhGeometry *g, uint64_t lpages)
+uint32_t nh_ftl_log_blocks(uint64_t log_blocks, const NhGeometry *g, uint64_t lpages)
 {
     uint64_t data_blocks = (lpages + g->pages - 1) / g->pages;
-    uint32_t log_blocks = (uint32_t)nh_config_uint(cfg, "log-blocks");
 
     if (log_blocks) {
-        return log_blocks;
+        return (uint32_t)log_blocks;
     }
     return (uint32_t)MAX(g->nblocks - data_blocks, 2) - 1;
 }

@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "nand.h"
+#include "part.h"
 #include "stats.h"
 
 typedef struct NhFtlEnv {
@@ -28,8 +29,10 @@ typedef struct NhFtlEnv {
     NhStats  *stats;
     uint64_t  lpages;       /* logical pages in the space */
     uint64_t *counters;     /* the FTL's own counters, in the order of NhFtlOps.counters */
-    uint64_t *placement;    /* the placement counters (placement.h), for FTLs that place */
-    uint64_t *staging;      /* the staging counters (stage.h), for FTLs that stage */
+    /* the values of the FTL's own keys and of its family's shared keys, in their tables'
+     * order (config.h), which the FTL decodes when created */
+    const uint64_t *keys, *shared_keys;
+    const NhParts *parts;   /* the parts' settings and counters (part.h) */
 } NhFtlEnv;
 
 typedef struct NhFtlWrite {
@@ -58,9 +61,9 @@ typedef struct NhFtlOps {
     /* keys it shares with the other FTLs of its family (the hybrids' log-blocks): one table
      * that each of them names, listed once however many do; NULL = none */
     const NhConfigKey *shared_keys;
-    /* cross-key checks of its own keys against the device's, when the configuration is
-     * checked (before any engine exists); NULL = none */
-    bool (*check_config)(const NhConfig *cfg, GError **errp);
+    /* cross-key checks of its own keys (@keys, their values) against the device's, when the
+     * configuration is checked (before any engine exists); NULL = none */
+    bool (*check_config)(const NhConfig *cfg, const uint64_t *keys, GError **errp);
     /* the FTL's own counters, ended by an entry without a path; NULL = none (stats.h) */
     const NhStat *counters;
     void *(*create)(const NhFtlEnv *env, GError **errp);
@@ -88,8 +91,9 @@ typedef struct NhFtlOps {
     /* blocks per plane the FTL needs beyond those holding the logical space (its frontiers,
      * GC reserve and watermarks, own metadata, room to clean); 0 when no size suffices.  The
      * engine sizes blocks=auto (cfg->blocks 0) with it and refuses an explicit blocks below
-     * it; the room to clean may differ between the two (nh_blocks_min_spare). */
-    uint32_t (*spare_blocks)(const NhConfig *cfg, uint64_t lpages, uint32_t npu);
+     * it; the room to clean may differ between the two (nh_blocks_min_spare).  Only @env's
+     * cfg, lpages, keys, shared_keys and parts are set. */
+    uint32_t (*spare_blocks)(const NhFtlEnv *env, uint32_t npu);
     /* does logical block @lbn (lpn / pages) have valid pages in log blocks, i.e. a merge
      * pending?  A fact of the FTL any layer above may ask; NULL = the FTL has no log blocks
      * (answer: no) */
@@ -121,10 +125,10 @@ extern const char *const nh_ftl_names[];
 const NhFtlOps *nh_ftl_find(const char *name);
 
 /*
- * The log-block pool in force: log-blocks, or for auto every block beyond those holding the
- * logical space but the one a merge needs (docs/ftl-hybrid.md).  The hybrid FTLs run a pool of
- * this size; lbuf's meta-simulation models it, whatever the FTL.
+ * The log-block pool in force: @log_blocks (the key's value), or for auto every block beyond
+ * those holding the logical space but the one a merge needs (docs/ftl-hybrid.md).  The hybrid
+ * FTLs run a pool of this size; lbuf's meta-simulation models it, whatever the FTL.
  */
-uint32_t nh_ftl_log_blocks(const NhConfig *cfg, const NhGeometry *g, uint64_t lpages);
+uint32_t nh_ftl_log_blocks(uint64_t log_blocks, const NhGeometry *g, uint64_t lpages);
 
 #endif

@@ -402,10 +402,9 @@ const NhConfigKey hy_keys[] = {
 
 /* The log-block pool and the free block a merge needs, spread over the planes; at least the
  * minimum of 4 per plane, which with log-blocks=auto all become log blocks but one. */
-uint32_t hy_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu)
+uint32_t hy_spare_blocks(const NhFtlEnv *env, uint32_t npu)
 {
-    (void)lpages;
-    return MAX(4u, (nh_config_uint(cfg, "log-blocks") + 1 + npu - 1) / npu);
+    return (uint32_t)MAX(4u, (env->shared_keys[HY_KEY_LOG_BLOCKS] + 1 + npu - 1) / npu);
 }
 
 void hy_destroy(void *opaque)
@@ -440,7 +439,7 @@ HyFtl *hy_new(const NhFtlEnv *env, HyPlaceFn place, uint32_t nsets, uint32_t cap
     h->nlb = (uint32_t)((env->lpages + g->pages - 1) / g->pages);
     /* the engine sized the geometry with hy_spare_blocks, so the pool and one more fit */
     spare = h->nblocks - h->nlb;
-    h->max_log = nh_ftl_log_blocks(env->cfg, g, env->lpages);
+    h->max_log = nh_ftl_log_blocks(env->shared_keys[HY_KEY_LOG_BLOCKS], g, env->lpages);
     g_assert(h->max_log < spare);
     h->l2p = nh_lazy_alloc(env->lpages, sizeof(uint32_t));
     h->p2l = nh_lazy_alloc(g->npages, sizeof(uint32_t));

@@ -105,9 +105,10 @@ void hy_merge(HyFtl *h, uint32_t b);
 static inline uint32_t hy_lbn(const HyFtl *h, uint64_t lpn) { return (uint32_t)(lpn / h->pages); }
 
 /* The hooks every hybrid FTL uses unchanged. */
-uint32_t hy_spare_blocks(const NhConfig *cfg, uint64_t lpages, uint32_t npu);
+uint32_t hy_spare_blocks(const NhFtlEnv *env, uint32_t npu);
 
 /* The keys every hybrid FTL has (log-blocks), in each one's ops as shared_keys. */
+enum { HY_KEY_LOG_BLOCKS };
 extern const NhConfigKey hy_keys[];
 void hy_destroy(void *ftl);
 uint64_t hy_read(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);

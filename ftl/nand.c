@@ -19,6 +19,14 @@ void nh_cell_preset(NhCell cell, NhTiming *t)
     t->pe_cycles = presets[cell].pe;
 }
 
+uint64_t nh_config_cell_t_prog(NhCell cell)
+{
+    NhTiming t;
+
+    nh_cell_preset(cell, &t);
+    return t.t_prog;
+}
+
 void nh_geometry_init(NhGeometry *g, const NhConfig *cfg)
 {
     g->channels = cfg->channels;
@@ -34,7 +42,7 @@ void nh_geometry_init(NhGeometry *g, const NhConfig *cfg)
     g->npages = g->nblocks * g->pages;
 }
 
-NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counters)
+NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, const NhParts *parts)
 {
     NhNand *n = g_new0(NhNand, 1);
     uint64_t op_ns[3];
@@ -67,7 +75,8 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counter
     op_ns[NH_FOP_READ] = n->t.t_read + n->t.t_xfer;
     op_ns[NH_FOP_PROGRAM] = n->t.t_xfer + n->t.t_prog;
     op_ns[NH_FOP_ERASE] = n->t.t_erase;
-    n->sched = nh_sched_new(cfg, n->g.ndies, n->g.nblocks, sched_counters, op_ns);
+    n->sched = nh_sched_new(parts->settings[NH_PART_scheduler], n->g.ndies, n->g.nblocks,
+                            parts->counters[NH_PART_scheduler], op_ns);
     n->op = g_new0(NhDieOp, n->g.ndies);
     n->die_free = g_new0(uint64_t, n->g.ndies);
     n->bus = g_new0(NhBus, n->g.channels);

@@ -157,8 +157,8 @@ void nh_cell_preset(NhCell cell, NhTiming *t);
 /* Fill @g from @cfg, whose blocks must be resolved (nonzero). */
 void nh_geometry_init(NhGeometry *g, const NhConfig *cfg);
 
-/* @sched_counters: the scheduler's NH_SC_SLOTS counters. */
-NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, uint64_t *sched_counters);
+/* @parts: its scheduler's settings and counters among them (part.h). */
+NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, const NhParts *parts);
 void nh_nand_free(NhNand *nand);
 
 static inline uint32_t nh_block_of(const NhNand *n, uint32_t ppn)

@@ -64,7 +64,7 @@ void pmap_place(PmapFtl *f, const NhFtlEnv *env, const PmapMap *map, NhBlocksSpe
          * frontier's */
         spec->front_stream[i] = (uint8_t)nh_placement_stream_of(f->pl, i);
     }
-    spec->stream_copies = env->placement + NH_PC_GC_COPIES;
+    spec->stream_copies = env->parts->counters[NH_PART_placement] + NH_PC_GC_COPIES;
 }
 
 bool pmap_init(PmapFtl *f, const NhBlocksSpec *spec, GError **errp)
@@ -84,11 +84,12 @@ bool pmap_init(PmapFtl *f, const NhBlocksSpec *spec, GError **errp)
     return true;
 }
 
-uint32_t pmap_min_spare(const NhConfig *cfg, uint64_t lpages, uint32_t npu, uint32_t nfront,
-                        uint32_t reserve)
+uint32_t pmap_min_spare(const NhFtlEnv *env, uint32_t npu, uint32_t nfront, uint32_t reserve)
 {
-    return nh_blocks_min_spare(cfg, lpages, npu, nfront, reserve,
-                               nh_placement_max_streams(cfg) - 1);
+    const NhPlacementSettings *pl = env->parts->settings[NH_PART_placement];
+
+    return nh_blocks_min_spare(env->cfg, env->lpages, npu, nfront, reserve,
+                               pl->max_streams - 1);
 }
 
 bool pmap_unmap(PmapFtl *f, uint64_t lpn)

@@ -64,8 +64,7 @@ bool pmap_init(PmapFtl *f, const NhBlocksSpec *spec, GError **errp);
 
 /* The block layer's spare blocks with @nfront frontiers of the FTL's own and a GC reserve of
  * @reserve, plus a reserved block per physical stream beyond the first. */
-uint32_t pmap_min_spare(const NhConfig *cfg, uint64_t lpages, uint32_t npu, uint32_t nfront,
-                        uint32_t reserve);
+uint32_t pmap_min_spare(const NhFtlEnv *env, uint32_t npu, uint32_t nfront, uint32_t reserve);
 
 /* Trim @lpn: drop it from staging and invalidate its page on flash; false when it had none. */
 bool pmap_unmap(PmapFtl *f, uint64_t lpn);

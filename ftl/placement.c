@@ -16,7 +16,12 @@ G_STATIC_ASSERT(NH_STREAM_GC <= UINT8_MAX);
 static const char *const map_names[] = { "fixed", "dstream", NULL };
 static const char *const dsk_names[] = { "adaptive", "fixed", NULL };
 
-const NhConfigKey nh_placement_keys[] = {
+enum {      /* placement_keys, in order */
+    KEY_STREAMS, KEY_STREAM_MAP, KEY_PHYSICAL_STREAMS, KEY_STREAM_BUFFER, KEY_DSTREAM_MEMORY,
+    KEY_DSTREAM_PARTITIONS, KEY_DSTREAM_TIMESTAMP, KEY_DSTREAM_K,
+};
+
+static const NhConfigKey placement_keys[] = {
     { "streams", NH_KEY_UINT, 0, 0, "auto", 0, NH_MAX_HOST_STREAMS, NULL, true,
       "placement: host stream identifiers a write may carry (1..n); 0 = untagged writes only "
       "(placement off unless stream-map=dstream); auto = 16 where the device can place "
@@ -45,37 +50,45 @@ const NhConfigKey nh_placement_keys[] = {
     { NULL },
 };
 
-static bool stream_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
+static bool stream_key(const void *own, uint32_t i, char *key, size_t len)
 {
-    if (i >= nh_placement_max_streams(cfg) || !nh_placement_on(cfg)) {
+    const NhPlacementSettings *set = own;
+
+    if (i >= set->max_streams || !set->on) {
         return false;
     }
     g_snprintf(key, len, "%u", i);
     return true;
 }
 
-static bool copies_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
+static bool copies_key(const void *own, uint32_t i, char *key, size_t len)
 {
+    const NhPlacementSettings *set = own;
+
     if (i == NH_STREAM_GC) {
         g_snprintf(key, len, "gc");
-        return nh_placement_on(cfg);
+        return set->on;
     }
-    return stream_key(cfg, i, key, len);
+    return stream_key(own, i, key, len);
 }
 
-static bool host_stream_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
+static bool host_stream_key(const void *own, uint32_t i, char *key, size_t len)
 {
+    const NhPlacementSettings *set = own;
+
     g_snprintf(key, len, "%u", i);
-    return nh_placement_on(cfg) && i <= nh_placement_host_streams(cfg);
+    return set->on && i <= set->host_streams;
 }
 
-static bool series_key(const NhConfig *cfg, uint32_t i, char *key, size_t len)
+static bool series_key(const void *own, uint32_t i, char *key, size_t len)
 {
+    const NhPlacementSettings *set = own;
+
     g_snprintf(key, len, "%u", i);
-    return nh_placement_on(cfg) && nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM;
+    return set->on && set->map == NH_MAP_DSTREAM;
 }
 
-const NhStat nh_placement_counters[] = {
+static const NhStat placement_counters[] = {
     { .path = "ftl.placement.host_pages", .kind = NH_STAT_ARRAY, .n = NH_MAX_STREAMS,
       .element = stream_key },
     { .path = "ftl.placement.gc_copies", .kind = NH_STAT_ARRAY, .n = NH_MAX_STREAMS + 1,
@@ -99,46 +112,12 @@ const NhStat nh_placement_counters[] = {
     { .path = NULL },
 };
 
-bool nh_placement_on(const NhConfig *cfg)
+/* streams=auto: on wherever the check would let an explicit value through.  Not under
+ * DStream, whose logical streams would grow by the host's (docs/placement.md). */
+static bool can_place(const NhPartIn *in, NhStreamMap map)
 {
-    return nh_placement_host_streams(cfg) ||
-           nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM;
-}
-
-/* streams=auto: on wherever nh_placement_check would let an explicit value through.  Not
- * under DStream, whose logical streams would grow by the host's (docs/placement.md). */
-static bool can_place(const NhConfig *cfg)
-{
-    const NhFtlOps *ftl = nh_ftl_find(cfg->ftl);
-
-    return ftl && (ftl->features & NH_FTL_PLACEMENT) && !strcmp(cfg->buffer, "none") &&
-           !cfg->cache_size && nh_config_uint(cfg, "stream-map") == NH_MAP_FIXED;
-}
-
-uint32_t nh_placement_host_streams(const NhConfig *cfg)
-{
-    uint64_t n = nh_config_uint(cfg, "streams");
-
-    if (n == NH_CONFIG_AUTO) {
-        return can_place(cfg) ? NH_AUTO_STREAMS : 0;
-    }
-    return (uint32_t)n;
-}
-
-uint32_t nh_placement_max_streams(const NhConfig *cfg)
-{
-    uint32_t k = (uint32_t)nh_config_uint(cfg, "physical-streams");
-
-    if (!nh_placement_on(cfg)) {
-        return 1;
-    }
-    if (k) {
-        return k;
-    }
-    if (nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM) {
-        return NH_DSTREAM_KMAX;
-    }
-    return MIN(nh_placement_host_streams(cfg) + 1, NH_MAX_STREAMS);
+    return (in->features & NH_FTL_PLACEMENT) && !strcmp(in->cfg->buffer, "none") &&
+           !in->cfg->cache_size && map == NH_MAP_FIXED;
 }
 
 static uint32_t bits_per_cell(NhCell cell)
@@ -150,16 +129,51 @@ static uint32_t bits_per_cell(NhCell cell)
     return bits[cell];
 }
 
-uint64_t nh_placement_stream_buffer(const NhConfig *cfg)
+/* The physical streams the FTL keeps frontiers for: 1 when placement is off. */
+static uint32_t max_streams(const NhPlacementSettings *s, uint32_t asked)
 {
-    uint64_t v = nh_config_uint(cfg, "stream-buffer");
-
-    if (v) {
-        return v;
+    if (!s->on) {
+        return 1;
     }
+    if (asked) {
+        return asked;
+    }
+    if (s->map == NH_MAP_DSTREAM) {
+        return NH_DSTREAM_KMAX;
+    }
+    return MIN(s->host_streams + 1, NH_MAX_STREAMS);
+}
+
+static void placement_decode(const NhPartIn *in, void *settings)
+{
+    const NhConfig *cfg = in->cfg;
+    NhPlacementSettings *s = settings;
+
+    s->map = (NhStreamMap)in->keys[KEY_STREAM_MAP];
+    s->streams = in->keys[KEY_STREAMS];
+    if (s->streams == NH_CONFIG_AUTO) {
+        s->host_streams = can_place(in, s->map) ? NH_AUTO_STREAMS : 0;
+    } else {
+        s->host_streams = (uint32_t)s->streams;
+    }
+    s->on = s->host_streams || s->map == NH_MAP_DSTREAM;
+    s->max_streams = max_streams(s, (uint32_t)in->keys[KEY_PHYSICAL_STREAMS]);
     /* seed 003: channels x ways x planes x logical pages (2) x page size x bits per cell */
-    return (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes * 2 * cfg->page_size *
-           bits_per_cell(cfg->cell);
+    s->stream_buffer = in->keys[KEY_STREAM_BUFFER] ? in->keys[KEY_STREAM_BUFFER] :
+                       (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes * 2 *
+                       cfg->page_size * bits_per_cell(cfg->cell);
+    s->dstream_memory = in->keys[KEY_DSTREAM_MEMORY];
+    s->partitions = (uint32_t)in->keys[KEY_DSTREAM_PARTITIONS];
+    s->timestamp = in->keys[KEY_DSTREAM_TIMESTAMP] ? in->keys[KEY_DSTREAM_TIMESTAMP] : cfg->pages;
+    s->k_fixed = in->keys[KEY_DSTREAM_K] == 1;
+}
+
+static uint32_t placement_needs(const void *settings)
+{
+    const NhPlacementSettings *s = settings;
+
+    return (s->on ? NH_FTL_PLACEMENT : 0) |
+           (s->on && s->map == NH_MAP_DSTREAM && s->dstream_memory ? NH_FTL_CMT_RESIZE : 0);
 }
 
 static bool refuse(GError **errp, const char *key, const char *why, const NhConfig *cfg)
@@ -169,15 +183,13 @@ static bool refuse(GError **errp, const char *key, const char *why, const NhConf
     return false;
 }
 
-/* The first of the NULL-terminated @keys set to other than its default, NULL if none. */
-static const char *first_set(const NhConfig *cfg, const char *const *keys)
+/* The first of the keys @mask names (bits by KEY_*) set to other than its default, NULL if
+ * none. */
+static const char *first_set(const NhPartIn *in, uint32_t mask)
 {
-    for (; *keys; keys++) {
-        char *v = nh_config_get(cfg, *keys);
-        bool set = strcmp(v, nh_config_find(*keys)->defval) != 0;
-        g_free(v);
-        if (set) {
-            return *keys;
+    for (uint32_t i = 0; placement_keys[i].name; i++) {
+        if ((mask & (1u << i)) && !nh_key_is_default(&placement_keys[i], in->keys[i])) {
+            return placement_keys[i].name;
         }
     }
     return NULL;
@@ -185,41 +197,43 @@ static const char *first_set(const NhConfig *cfg, const char *const *keys)
 
 /* With staging, a stream's buffer in the memory budget must hold what the stream stages: two
  * halves of one unit (stage.h).  auto always does (docs/placement.md, "Memory"). */
-static bool stream_buffer_check(const NhConfig *cfg, GError **errp)
+static bool stream_buffer_check(const NhConfig *cfg, const NhPlacementSettings *s,
+                                const NhStageSettings *stage, GError **errp)
 {
-    uint64_t need = 2ull * nh_stage_unit(cfg) * cfg->page_size;
-    uint64_t sbuf = nh_placement_stream_buffer(cfg);
+    uint64_t need = 2ull * stage->unit * cfg->page_size;
 
-    if (sbuf < need) {
+    if (s->stream_buffer < need) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "stream-buffer: %" G_GUINT64_FORMAT " bytes cannot hold one stream's "
                     "staging buffer with one-shot=%s, stripe-merge=%s (2 halves of %u pages of "
                     "%u bytes: %" G_GUINT64_FORMAT "); use stream-buffer=auto or at least that",
-                    sbuf, cfg->one_shot == NH_ON ? "on" : "off",
-                    nh_config_uint(cfg, "stripe-merge") == NH_ON ? "on" : "off",
-                    nh_stage_unit(cfg), cfg->page_size, need);
+                    s->stream_buffer, cfg->one_shot == NH_ON ? "on" : "off",
+                    stage->merge ? "on" : "off", stage->unit, cfg->page_size, need);
         return false;
     }
     return true;
 }
 
-bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp)
+static bool placement_check(const NhPartIn *in, const void *settings, const void *const *all,
+                            GError **errp)
 {
-    static const char *const ds_only[] = { "stream-buffer", "dstream-memory",
-                                           "dstream-partitions", "dstream-timestamp",
-                                           "dstream-k", NULL };
-    bool dstream = nh_config_uint(cfg, "stream-map") == NH_MAP_DSTREAM;
+    enum {
+        ONLY_ON = 1u << KEY_PHYSICAL_STREAMS | 1u << KEY_STREAM_BUFFER |
+                  1u << KEY_DSTREAM_MEMORY | 1u << KEY_DSTREAM_PARTITIONS |
+                  1u << KEY_DSTREAM_TIMESTAMP | 1u << KEY_DSTREAM_K,
+        DS_ONLY = ONLY_ON & ~(1u << KEY_PHYSICAL_STREAMS),
+    };
+    const NhPlacementSettings *s = settings;
+    const NhConfig *cfg = in->cfg;
+    bool dstream = s->map == NH_MAP_DSTREAM;
     const char *key = dstream ? "stream-map" : "streams", *set;
 
-    if (!nh_placement_on(cfg)) {
-        static const char *const only_on[] = { "physical-streams", "stream-buffer",
-                                               "dstream-memory", "dstream-partitions",
-                                               "dstream-timestamp", "dstream-k", NULL };
-        set = first_set(cfg, only_on);
+    if (!s->on) {
+        set = first_set(in, ONLY_ON);
         return !set || refuse(errp, set, "placement is off: set streams > 0 or "
                               "stream-map=dstream", cfg);
     }
-    if (!(features & NH_FTL_PLACEMENT)) {
+    if (in->missing & NH_FTL_PLACEMENT) {
         return refuse(errp, key, "this FTL has no per-stream write frontiers (only ftl=page "
                       "and ftl=dftl place)", cfg);
     }
@@ -228,11 +242,34 @@ bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp)
                       "(its destages carry no tag): use buffer=none, cache-size=0", cfg);
     }
     if (!dstream) {
-        set = first_set(cfg, ds_only);
+        set = first_set(in, DS_ONLY);
         return !set || refuse(errp, set, "only stream-map=dstream uses it", cfg);
     }
-    return stream_buffer_check(cfg, errp) && nh_dstream_check(cfg, features, errp);
+    return stream_buffer_check(cfg, s, all[NH_PART_stage], errp) &&
+           nh_dstream_check(cfg, s, in->missing, errp);
 }
+
+/* placement adds frontiers and its own section; off, the hash is what it always was */
+static bool placement_shapes_state(const void *settings)
+{
+    const NhPlacementSettings *s = settings;
+    return s->on;
+}
+
+/* Its keys and counters follow the FTLs' own, as before the registry: the order of the
+ * configuration and the statistics document is the consumers' */
+const NhPart nh_part_placement = {
+    .name = "placement",
+    .keys = placement_keys,
+    .counters = placement_counters,
+    .keys_after_ftls = true,
+    .counters_after_ftls = true,
+    .size = sizeof(NhPlacementSettings),
+    .decode = placement_decode,
+    .needs = placement_needs,
+    .check = placement_check,
+    .shapes_state = placement_shapes_state,
+};
 
 /* Fixed mapping: the physical stream of tag @tag among @k. */
 static uint32_t fixed_stream(uint32_t k, uint16_t tag)
@@ -260,20 +297,21 @@ static uint64_t shared_streams(uint32_t k, uint32_t n)
 
 NhPlacement *nh_placement_new(const NhFtlEnv *env, uint32_t host_front, uint32_t first_front)
 {
+    const NhPlacementSettings *set = env->parts->settings[NH_PART_placement];
     NhPlacement *p;
 
-    if (!nh_placement_on(env->cfg)) {
+    if (!set->on) {
         return NULL;
     }
     p = g_new0(NhPlacement, 1);
-    p->nstreams = nh_placement_max_streams(env->cfg);
-    p->host_streams = nh_placement_host_streams(env->cfg);
+    p->nstreams = set->max_streams;
+    p->host_streams = set->host_streams;
     p->host_front = host_front;
     p->first_front = first_front;
-    p->ctr = env->placement;
+    p->ctr = env->parts->counters[NH_PART_placement];
     p->open = g_new0(uint8_t, p->host_streams + 1);
-    if (nh_config_uint(env->cfg, "stream-map") == NH_MAP_DSTREAM) {
-        p->ds = nh_dstream_new(env->cfg, env->lpages, p->nstreams);
+    if (set->map == NH_MAP_DSTREAM) {
+        p->ds = nh_dstream_new(set, env->lpages, p->nstreams);
     } else {
         p->shared = shared_streams(p->nstreams, p->host_streams);
     }

@@ -6,7 +6,7 @@
  *
  * Contract:
  *  - Placement is on when streams > 0 or stream-map=dstream; only FTLs with NH_FTL_PLACEMENT
- *    accept it (nh_placement_check).  streams=auto (the default) turns it on wherever it can
+ *    accept it (the part's check, nh_part_placement).  streams=auto (the default) turns it on wherever it can
  *    be: a default device is a multi-stream SSD.  Off, nothing here is consulted.
  *  - Frontiers beyond the FTL's own are reserved (NhBlocksSpec.reserved): a block per plane is
  *    kept for each one not open, so untagged writes see the device as without them and count
@@ -14,10 +14,10 @@
  *  - Physical stream 0 is the FTL's own host frontier; physical stream s >= 1 is frontier
  *    first_front + s - 1, which the FTL adds to its NhBlocksSpec (nh_placement_fronts).  GC
  *    copies go to the FTL's one GC frontier, whatever stream the victim was written by.
- *  - The placement keys and counters are shared by every FTL that places: they are listed once
- *    (config.c, stats.c) after the FTLs' own.
+ *  - The placement keys and counters are shared by every FTL that places: they are the part's
+ *    (part.h), listed once after the FTLs' own.
  *  - With one-shot or stripe-merge staging (stage.h) every physical stream stages in a buffer
- *    of its own; with staging on, stream-buffer must hold one (nh_placement_check).
+ *    of its own; with staging on, stream-buffer must hold one (the part's check).
  */
 #ifndef NH_PLACEMENT_H
 #define NH_PLACEMENT_H
@@ -34,10 +34,23 @@
 
 typedef enum NhStreamMap { NH_MAP_FIXED, NH_MAP_DSTREAM } NhStreamMap;
 
-extern const NhConfigKey nh_placement_keys[];
-extern const NhStat nh_placement_counters[];
+/* The part's settings (part.h: nh_part_placement), decoded from its keys with auto resolved. */
+typedef struct NhPlacementSettings {
+    bool        on;
+    NhStreamMap map;
+    uint64_t    streams;        /* the streams key as given, NH_CONFIG_AUTO for auto */
+    /* host stream identifiers accepted: streams, with auto resolved (NH_AUTO_STREAMS where the
+     * FTL places, stream-map=fixed, buffer=none and cache-size=0; else 0).  0: none */
+    uint32_t    host_streams;
+    uint32_t    max_streams;    /* physical streams the FTL keeps frontiers for: 1 when off */
+    uint64_t    stream_buffer;  /* bytes one open physical stream's write buffer takes */
+    uint64_t    dstream_memory; /* 0: auto */
+    uint32_t    partitions;     /* dstream-partitions */
+    uint64_t    timestamp;      /* host pages between two clusterings */
+    bool        k_fixed;        /* dstream-k=fixed */
+} NhPlacementSettings;
 
-/* The placement counters, in the order of nh_placement_counters. */
+/* The placement counters, in the order of the part's table (ftl.placement.*). */
 enum {
     NH_PC_HOST_PAGES,                               /* [NH_MAX_STREAMS] */
     NH_PC_GC_COPIES = NH_PC_HOST_PAGES + NH_MAX_STREAMS,    /* [NH_MAX_STREAMS + 1] */
@@ -57,16 +70,6 @@ enum {
     NH_PC_SLOTS = NH_PC_CMT_SERIES + NH_SERIES_MAX,
 };
 
-bool nh_placement_on(const NhConfig *cfg);
-/* Physical streams the FTL must keep frontiers for: 1 when placement is off. */
-uint32_t nh_placement_max_streams(const NhConfig *cfg);
-/* Host stream identifiers accepted: the streams key, with auto resolved (NH_AUTO_STREAMS where
- * the FTL places, stream-map=fixed, buffer=none and cache-size=0; else 0).  0: none. */
-uint32_t nh_placement_host_streams(const NhConfig *cfg);
-/* Bytes of device memory one open physical stream's write buffer takes (stream-buffer). */
-uint64_t nh_placement_stream_buffer(const NhConfig *cfg);
-/* Cross-key checks, with the chosen FTL's features; errors name the key. */
-bool nh_placement_check(const NhConfig *cfg, uint32_t features, GError **errp);
 
 typedef struct NhDstream NhDstream;
 

@@ -26,7 +26,8 @@
 
 static const char *const sched_names[] = { "fcfs", "prio", NULL };
 
-const NhConfigKey nh_sched_keys[] = {
+enum { KEY_SCHED, KEY_T_SUSPEND, KEY_T_RESUME };   /* sched_keys, in order */
+static const NhConfigKey sched_keys[] = {
     { "sched", NH_KEY_ENUM, 0, 0, "prio", 0, 0, sched_names, false,
       "flash scheduler: prio (host reads and writes before garbage collection, GC one page or "
       "erase at a time in the die's idle time, GC programs and erases suspended for host reads) "
@@ -40,10 +41,16 @@ const NhConfigKey nh_sched_keys[] = {
     { NULL },
 };
 
-const NhStat nh_sched_counters[] = {
+static uint64_t queued_now(const NhNand *n)
+{
+    return nh_sched_queued(n->sched);
+}
+
+static const NhStat sched_counters[] = {
     [NH_SC_SUSPENDS] = { "sched.suspends", NH_STAT_COUNT },
     [NH_SC_IDLE_OPS] = { "sched.idle_ops", NH_STAT_COUNT },
     [NH_SC_FORCED_OPS] = { "sched.forced_ops", NH_STAT_COUNT },
+    { "sched.queued_ops", NH_STAT_NOW, .now = queued_now },
     { NULL },
 };
 
@@ -126,14 +133,34 @@ static void tree_reset(NhSched *s)
     }
 }
 
-NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uint64_t *counters,
-                      const uint64_t op_ns[3])
+static void sched_decode(const NhPartIn *in, void *settings)
+{
+    NhSchedSettings *s = settings;
+
+    s->policy = (NhSchedPolicy)in->keys[KEY_SCHED];
+    s->t_suspend = in->keys[KEY_T_SUSPEND];
+    s->t_resume = in->keys[KEY_T_RESUME];
+}
+
+/* Its keys come first of the parts' and its counters last, as before the registry: the order
+ * of the configuration and the statistics document is the consumers' */
+const NhPart nh_part_scheduler = {
+    .name = "sched",
+    .keys = sched_keys,
+    .counters = sched_counters,
+    .counters_after_ftls = true,
+    .size = sizeof(NhSchedSettings),
+    .decode = sched_decode,
+};
+
+NhSched *nh_sched_new(const NhSchedSettings *set, uint32_t ndies, uint64_t nblocks,
+                      uint64_t *counters, const uint64_t op_ns[3])
 {
     NhSched *s = g_new0(NhSched, 1);
 
-    s->policy = (NhSchedPolicy)nh_config_uint(cfg, "sched");
-    s->t_suspend = nh_config_uint(cfg, "t-suspend");
-    s->t_resume = nh_config_uint(cfg, "t-resume");
+    s->policy = set->policy;
+    s->t_suspend = set->t_suspend;
+    s->t_resume = set->t_resume;
     s->ctr = counters;
     s->ndies = ndies;
     s->q = g_new0(DieQueue, ndies);

@@ -39,15 +39,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "stats.h"
+#include "part.h"
 
 typedef enum NhSchedPolicy { NH_SCHED_FCFS, NH_SCHED_PRIO } NhSchedPolicy;
 
-extern const NhConfigKey nh_sched_keys[];
-extern const NhStat nh_sched_counters[];
+/* The part's settings (part.h: nh_part_scheduler, keys sched, t-suspend, t-resume). */
+typedef struct NhSchedSettings {
+    NhSchedPolicy policy;
+    uint64_t t_suspend, t_resume;
+} NhSchedSettings;
 
-/* The scheduler's counters, in the order of nh_sched_counters. */
+/* The scheduler's counters, in the order of its table (sched.*). */
 enum {
     NH_SC_SUSPENDS,     /* host reads that suspended a GC program or erase */
     NH_SC_IDLE_OPS,     /* queued GC operations run in their die's idle time */
@@ -74,10 +76,10 @@ typedef struct NhSchedLoad {
     uint16_t *erases;       /* [nblocks] erases queued per block */
 } NhSchedLoad;
 
-/* @counters: NH_SC_SLOTS of them (the engine's slots for nh_sched_counters); @op_ns: the die
- * time of a page read, a page program and an erase, indexed by NhFlashOpKind. */
-NhSched *nh_sched_new(const NhConfig *cfg, uint32_t ndies, uint64_t nblocks, uint64_t *counters,
-                      const uint64_t op_ns[3]);
+/* @counters: NH_SC_SLOTS of them (the engine's slots for the part's counters); @op_ns: the
+ * die time of a page read, a page program and an erase, indexed by NhFlashOpKind. */
+NhSched *nh_sched_new(const NhSchedSettings *set, uint32_t ndies, uint64_t nblocks,
+                      uint64_t *counters, const uint64_t op_ns[3]);
 void nh_sched_free(NhSched *s);
 
 /* Does @s queue the operations of garbage collection (sched=prio)? */

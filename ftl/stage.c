@@ -8,7 +8,7 @@ static const char *const switch_names[] = { "off", "on", NULL };
 
 /* one-shot is the NAND's key (a word line's pages programmed at once); stripe-merge is the
  * staging policy of the FTLs that stage */
-const NhConfigKey nh_stage_keys[] = {
+static const NhConfigKey stage_keys[] = {
     { "stripe-merge", NH_KEY_ENUM, 0, 0, "off", 0, 0, switch_names, false,
       "ftl=page or dftl: stage writes until a full stripe (a page, with one-shot a word line, "
       "on every plane) and program it at once (seed 001); flush, FUA or one t-prog of waiting "
@@ -18,7 +18,7 @@ const NhConfigKey nh_stage_keys[] = {
 
 /* The staging counters (docs/statistics.md) */
 enum { STRIPE_MERGES, STRIPE_PARTIAL, STRIPE_PAGES, STRIPE_OVERWRITES, STRIPE_PADDING };
-const NhStat nh_stage_counters[] = {
+static const NhStat stage_counters[] = {
     [STRIPE_MERGES] = { .path = "ftl.stripe_merges" },
     [STRIPE_PARTIAL] = { .path = "ftl.stripe_partial" },
     [STRIPE_PAGES] = { .path = "ftl.stripe_pages" },
@@ -29,24 +29,58 @@ const NhStat nh_stage_counters[] = {
 
 #define LPN_KEY(lpn) GSIZE_TO_POINTER((gsize)(lpn) + 1)
 
-uint32_t nh_stage_unit(const NhConfig *cfg)
+static void stage_decode(const NhPartIn *in, void *settings)
 {
-    bool merge = nh_config_uint(cfg, "stripe-merge") == NH_ON;
+    const NhConfig *cfg = in->cfg;
+    NhStageSettings *s = settings;
     uint32_t wl = cfg->one_shot == NH_ON ? 3 : 1;
 
-    if (!merge && cfg->one_shot != NH_ON) {
-        return 0;
+    s->merge = in->keys[0] == NH_ON;
+    if (s->merge || cfg->one_shot == NH_ON) {
+        s->unit = wl * (s->merge ? cfg->channels * cfg->ways * cfg->dies * cfg->planes : 1);
     }
-    return wl * (merge ? cfg->channels * cfg->ways * cfg->dies * cfg->planes : 1);
 }
+
+static uint32_t stage_needs(const void *settings)
+{
+    const NhStageSettings *s = settings;
+    return s->merge ? NH_FTL_STRIPE_MERGE : 0;
+}
+
+static bool stage_check(const NhPartIn *in, const void *settings, const void *const *all,
+                        GError **errp)
+{
+    (void)settings;
+    (void)all;
+    if (in->missing) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "stripe-merge: only ftl=page and ftl=dftl merge writes into stripes, got "
+                    "ftl=%s", in->cfg->ftl);
+        return false;
+    }
+    return true;
+}
+
+/* Its key and counters come first of the FTLs' (they were ftl=page's before the registry). */
+const NhPart nh_part_stage = {
+    .name = "stage",
+    .keys = stage_keys,
+    .counters = stage_counters,
+    .size = sizeof(NhStageSettings),
+    .decode = stage_decode,
+    .needs = stage_needs,
+    .check = stage_check,
+};
 
 void nh_stage_init(NhStage *s, const NhFtlEnv *env, NhBlocks *b, const uint32_t *fwd,
                    NhPlacement *pl, uint32_t host_front, NhStagePut put, void *ctx)
 {
+    const NhStageSettings *set = env->parts->settings[NH_PART_stage];
+
     *s = (NhStage){
-        .unit = nh_stage_unit(env->cfg), .nbuf = pl ? pl->nstreams : 1,
+        .unit = set->unit, .nbuf = pl ? pl->nstreams : 1,
         .wait = env->nand->t.t_prog, .b = b, .fwd = fwd, .pl = pl, .host_front = host_front,
-        .ctr = env->staging, .put = put, .ctx = ctx,
+        .ctr = env->parts->counters[NH_PART_stage], .put = put, .ctx = ctx,
     };
     if (!s->unit) {
         return;

@@ -25,8 +25,11 @@
 #include "blocks.h"
 #include "placement.h"
 
-extern const NhConfigKey nh_stage_keys[];   /* stripe-merge */
-extern const NhStat nh_stage_counters[];    /* ftl.stripe_* */
+/* The part's settings (part.h: nh_part_stage, key stripe-merge, counters ftl.stripe_*). */
+typedef struct NhStageSettings {
+    bool     merge;         /* stripe-merge=on */
+    uint32_t unit;          /* pages programmed together; 0 without one-shot or stripe-merge */
+} NhStageSettings;
 
 typedef uint64_t (*NhStagePut)(void *ctx, uint64_t lpn, uint32_t ppn, uint64_t t);
 
@@ -50,13 +53,11 @@ typedef struct NhStage {
     const uint32_t *fwd;    /* the FTL's forward map (ppn + 1) */
     NhPlacement *pl;        /* NULL: placement off */
     uint32_t     host_front;
-    uint64_t    *ctr;       /* nh_stage_counters' slots */
+    uint64_t    *ctr;       /* the part's counters (ftl.stripe_*) */
     NhStagePut   put;
     void        *ctx;
 } NhStage;
 
-/* Pages of one staging unit for @cfg, 0 without one-shot or stripe-merge. */
-uint32_t nh_stage_unit(const NhConfig *cfg);
 /* Sets @s up (s->unit 0 when @env's configuration stages nothing). */
 void nh_stage_init(NhStage *s, const NhFtlEnv *env, NhBlocks *b, const uint32_t *fwd,
                    NhPlacement *pl, uint32_t host_front, NhStagePut put, void *ctx);

@@ -98,30 +98,38 @@ typedef struct NhStats {
 } NhStats;
 
 /*
- * One entry of a policy's counter table (NhFtlOps.counters, NhBufPolicy.counters; ended by an
- * entry without a path).  The engine lists them in the statistics document and saves them in
- * the state file by path; the policy finds them, in its table's order, at the counters pointer
- * of its environment.
+ * One entry of a policy's or part's counter table (NhFtlOps.counters, NhBufPolicy.counters,
+ * NhPart.counters; ended by an entry without a path).  The engine lists them in the statistics
+ * document and saves them in the state file by path; the policy finds them, in its table's
+ * order, at the counters pointer of its environment (a part: NhParts.counters).
  */
 typedef enum NhStatKind {
     NH_STAT_COUNT,          /* a counter */
     NH_STAT_MILLI,          /* a gauge in thousandths, printed as (value + bias) / 1000 */
     NH_STAT_ARRAY,          /* n counters, printed as an object keyed by the element hook */
+    NH_STAT_NOW,            /* a fact of the moment, read by the now hook when the document is
+                             * built: no slot, neither saved nor reset */
 } NhStatKind;
+
+struct NhNand;
 
 typedef struct NhStat {
     const char *path;       /* the JSON key below the document's root, dot separated */
     NhStatKind  kind;
     uint32_t    n;          /* NH_STAT_ARRAY: slots */
     int32_t     bias;       /* NH_STAT_MILLI */
-    /* NH_STAT_ARRAY: the key of element @i in @key, or false when it is not shown */
-    bool (*element)(const NhConfig *cfg, uint32_t i, char *key, size_t len);
+    /* NH_STAT_ARRAY: the key of element @i in @key, or false when it is not shown; @own is
+     * the owner's decoded settings (a part's, part.h) or its keys' values (a policy's, in its
+     * table's order) */
+    bool (*element)(const void *own, uint32_t i, char *key, size_t len);
+    /* NH_STAT_NOW: its value, from the NAND model (the scheduler's queue is there) */
+    uint64_t (*now)(const struct NhNand *nand);
 } NhStat;
 
 /* Slots a counter takes. */
 static inline uint32_t nh_stat_slots(const NhStat *st)
 {
-    return st->kind == NH_STAT_ARRAY ? st->n : 1;
+    return st->kind == NH_STAT_ARRAY ? st->n : st->kind == NH_STAT_NOW ? 0 : 1;
 }
 
 static inline unsigned nh_hist_index(uint64_t v)

@@ -67,19 +67,20 @@ static bool nhc_fdp_check(NhcCtrl *n, Error **errp)
     const NhConfig *cfg = nh_engine_config(n->engine);
     uint32_t streams = nh_engine_stream_limit(n->engine);
     uint32_t fronts = nh_engine_stream_fronts(n->engine);
-    g_autofree char *map = nh_config_get(cfg, "stream-map");
-    g_autofree char *asked = nh_config_get(cfg, "streams");
+    NhPlacementAsked asked = nh_engine_placement_asked(n->engine);
 
     if (!streams) {
+        g_autofree char *given = asked.streams == NH_CONFIG_AUTO ? g_strdup("auto") :
+                                 g_strdup_printf("%" PRIu64, asked.streams);
         error_setg(errp, "fdp: needs the engine's placement for its reclaim unit handles: "
                    "streams=auto or N (N + 1 handles), with ftl=page or ftl=dftl, buffer=none, "
-                   "cache-size=0 (streams=%s, ftl=%s, buffer=%s)", asked, cfg->ftl,
+                   "cache-size=0 (streams=%s, ftl=%s, buffer=%s)", given, cfg->ftl,
                    cfg->buffer);
         return false;
     }
-    if (strcmp(map, "fixed")) {
-        error_setg(errp, "fdp: stream-map=%s moves a handle's writes between frontiers; "
-                   "reclaim unit handles need stream-map=fixed", map);
+    if (asked.dstream) {
+        error_setg(errp, "fdp: stream-map=dstream moves a handle's writes between frontiers; "
+                   "reclaim unit handles need stream-map=fixed");
         return false;
     }
     if (fronts < streams + 1) {

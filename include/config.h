@@ -3,10 +3,16 @@
  *
  * A configuration is a set of named keys (lower case, dash separated, QEMU style), each with its
  * type, default, limits and a help line.  The keys every device has are the engine's
- * (engine/config.c, fields of NhConfig); a policy's own keys are in its ops table (NhFtlOps.keys,
- * NhBufPolicy.keys) and live in NhConfig.policy.  nh_config_key() lists them all; the device
- * turns each into a QOM property and the simulator parses "key=value,..." strings, both through
- * nh_config_set(), so a key behaves identically in both front ends.
+ * (engine/config.c, fields of NhConfig); a policy's or part's own keys are in its table
+ * (NhFtlOps.keys, NhBufPolicy.keys, NhPart.keys) and live in NhConfig.policy.  nh_config_key()
+ * lists them all; the device turns each into a QOM property and the simulator parses
+ * "key=value,..." strings, both through nh_config_set(), so a key behaves identically in both
+ * front ends.
+ *
+ * Two levels: nh_key_*() parse, store and format one key of any table (ftl/keys.c, the bottom
+ * of the engine); nh_config_*() know the keys by name, composed from every table
+ * (engine/config.c).  Policies and parts never look a key up by name: they decode their own
+ * values once, when created (part.h).
  *
  * Values: integers accept decimal or 0x hex; sizes accept K/M/G/T suffixes (powers of 1024);
  * times accept ns/us/ms/s suffixes (bare numbers are ns); enums accept one of their names;
@@ -19,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <glib.h>
 
 typedef enum NhCell { NH_CELL_SLC, NH_CELL_MLC, NH_CELL_TLC, NH_CELL_QLC, NH_CELL_ZNAND } NhCell;
@@ -69,8 +76,8 @@ typedef struct NhConfig {
     /* front-end behaviour */
     NhLatencyMode latency;
     NhUnwrittenReads unwritten_reads;
-    /* the policies' own keys, one slot each (fractions as the bits of a double): a policy reads
-     * them with nh_config_uint() and nh_config_fraction() */
+    /* the policies' and parts' own keys, one slot each, a table's keys in consecutive slots
+     * in its order (fractions as the bits of a double: nh_key_fraction) */
     uint64_t policy[NH_CONFIG_POLICY_SLOTS];
 } NhConfig;
 
@@ -121,11 +128,21 @@ bool nh_config_check(const NhConfig *cfg, GError **errp);
 
 const NhConfigKey *nh_config_find(const char *key);
 
-/* A policy's own key: the value of an integer, size, time or enum key (the index of its
- * choice; auto as stored, 0 or NH_CONFIG_AUTO), and of a fraction key (NAN for auto).  @key
- * must exist and have that type. */
-uint64_t nh_config_uint(const NhConfig *cfg, const char *key);
-double nh_config_fraction(const NhConfig *cfg, const char *key);
+/* One key of any table: set from text (errors name the key and say why), format in canonical
+ * form (caller frees), and whether a policy slot's @value is the key's default. */
+bool nh_key_set(NhConfig *cfg, const NhConfigKey *k, const char *value, GError **errp);
+char *nh_key_get(const NhConfig *cfg, const NhConfigKey *k);
+bool nh_key_is_default(const NhConfigKey *k, uint64_t value);
+
+/* A policy slot's value: an integer, size, time or enum key's is the number (an enum's the
+ * index of its choice; auto as stored, 0 or NH_CONFIG_AUTO); a fraction key's is this (NAN for
+ * auto). */
+static inline double nh_key_fraction(uint64_t value)
+{
+    double d;
+    memcpy(&d, &value, sizeof(d));
+    return d;
+}
 
 /* A size as size keys take it: a number (decimal or 0x hex) with an optional K, M, G or T suffix
  * (powers of 1024, also as KiB or KB); false for anything else or an overflow. */

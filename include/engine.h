@@ -93,6 +93,13 @@ uint32_t nh_engine_stream_limit(const NhEngine *eng);
 /* The physical streams (write frontiers) those tags map onto, untagged writes' included: with
  * fewer than limit + 1, host streams share one (ftl.placement.shared_streams); 0 as above. */
 uint32_t nh_engine_stream_fronts(const NhEngine *eng);
+/* What the placement keys asked for, typed, for a front end that names them (fdp.c): streams
+ * as given (NH_CONFIG_AUTO for auto), and whether stream-map is dstream. */
+typedef struct NhPlacementAsked {
+    uint64_t streams;
+    bool     dstream;
+} NhPlacementAsked;
+NhPlacementAsked nh_engine_placement_asked(const NhEngine *eng);
 /* The host released stream @id (NVMe Streams Release Identifier / Release Resources): its
  * logical stream ends; what the engine does with its frontier is documented in
  * docs/placement.md.  An @id that is 0, above the limit or not open is ignored. */

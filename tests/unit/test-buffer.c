@@ -96,6 +96,9 @@ static Fix *fix_new(const char *conf, uint64_t lpages)
         .t_read = 25000, .t_prog = 200000, .t_erase = 1500000,
         .counters = f->ctr,
     };
+    if (nh_buf_find(f->cfg.buffer)) {
+        env.keys = nh_config_slots(&f->cfg, nh_buf_find(f->cfg.buffer)->keys);
+    }
     f->b = nh_buf_new(&env);
     f->rec.b = f->b;
     return f;

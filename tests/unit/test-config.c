@@ -4,6 +4,15 @@
 #include <math.h>
 #include <string.h>
 
+/* lbuf-alpha as stored: a policy slot holding a double */
+static double alpha(const NhConfig *c)
+{
+    uint64_t v;
+
+    memcpy(&v, (const char *)c + nh_config_find("lbuf-alpha")->offset, sizeof(v));
+    return nh_key_fraction(v);
+}
+
 static void test_defaults(void)
 {
     NhConfig c;
@@ -81,11 +90,11 @@ static void test_units(void)
     g_assert_cmpuint(c.t_read, ==, 0);
     g_assert_true(nh_config_set(&c, "blocks", "auto", NULL));
     /* a fraction: 0 is a value, auto is NAN; printed in its shortest exact form */
-    g_assert_true(isnan(nh_config_fraction(&c, "lbuf-alpha")));
+    g_assert_true(isnan(alpha(&c)));
     for (const char *const *x = (const char *const[]){ "-1", "-0.5", "0", "0.1", "1", NULL }; *x;
          x++) {
         g_assert_true(nh_config_set(&c, "lbuf-alpha", *x, NULL));
-        g_assert_cmpfloat(nh_config_fraction(&c, "lbuf-alpha"), ==, g_ascii_strtod(*x, NULL));
+        g_assert_cmpfloat(alpha(&c), ==, g_ascii_strtod(*x, NULL));
         char *v = nh_config_get(&c, "lbuf-alpha");
         g_assert_cmpstr(v, ==, *x);
         g_free(v);
@@ -95,7 +104,7 @@ static void test_units(void)
     g_assert_cmpstr(v, ==, "0");
     g_free(v);
     g_assert_true(nh_config_set(&c, "lbuf-alpha", "AUTO", NULL));
-    g_assert_true(isnan(nh_config_fraction(&c, "lbuf-alpha")));
+    g_assert_true(isnan(alpha(&c)));
     g_assert_true(nh_config_parse(&c, "", NULL));
     g_assert_true(nh_config_parse(&c, NULL, NULL));
 }
@@ -254,13 +263,28 @@ static void test_engine_refuses(void)
     g_assert_nonnull(strstr(err->message, "blocks: 14.0 TiB of capacity needs 1027920200 blocks "
                                           "per plane, more than the 16777216 a plane may have"));
     g_clear_error(&err);
+    /* every spare block kept free leaves none for invalid pages at any size */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "gc-high=100", NULL));
+    g_assert_null(nh_engine_new(&c, 256ull << 20, &err));
+    g_assert_nonnull(strstr(err->message, "gc-high:"));
+    g_clear_error(&err);
+}
+
+/* The blocks an engine is sized with, and the explicit blocks it refuses, saying which rule. */
+static void test_engine_blocks(void)
+{
+    NhConfig c;
+    GError *err = NULL;
+    NhEngine *e;
+
     /* auto sizing gives the fewest blocks that hold the capacity (128 blocks of data per
      * plane) with the open blocks (2), the gc-high free blocks (3) and op of the data as room
      * (10): 143.  An explicit blocks needs the capacity within op of its physical space, and
      * one block of room: 138 (138 x 128 pages x 0.93 >= 16,384), not 137. */
     nh_config_defaults(&c);
     g_assert_true(nh_config_parse(&c, "channels=2,ways=1,pages=64,streams=0", NULL));
-    NhEngine *e = nh_engine_new(&c, 64ull << 20, &err);
+    e = nh_engine_new(&c, 64ull << 20, &err);
     g_assert_no_error(err);
     g_assert_cmpuint(nh_engine_config(e)->blocks, ==, 143);
     g_assert_cmpuint(nh_engine_logical_capacity(e), >=, 64ull << 20);
@@ -317,12 +341,6 @@ static void test_engine_refuses(void)
                     "space after op=7%, less than the capacity 500.0 GiB; use blocks=2151 or "
                     "more, op=2 or less, or blocks=auto");
     g_clear_error(&err);
-    /* every spare block kept free leaves none for invalid pages at any size */
-    nh_config_defaults(&c);
-    g_assert_true(nh_config_parse(&c, "gc-high=100", NULL));
-    g_assert_null(nh_engine_new(&c, 256ull << 20, &err));
-    g_assert_nonnull(strstr(err->message, "gc-high:"));
-    g_clear_error(&err);
 }
 
 int main(int argc, char **argv)
@@ -335,5 +353,6 @@ int main(int argc, char **argv)
     g_test_add_func("/config/errors", test_errors);
     g_test_add_func("/config/table", test_table);
     g_test_add_func("/config/engine-refuses", test_engine_refuses);
+    g_test_add_func("/config/engine-blocks", test_engine_blocks);
     return g_test_run();
 }

@@ -73,7 +73,7 @@ static void frontier_invariants(const char *props)
     NhEngine *e = unit_engine(props, 8 * MIB);
     uint64_t n = 8 * MIB / 4096, gc = 0;
     uint16_t *tag = g_new0(uint16_t, n);
-    uint32_t k = nh_placement_max_streams(nh_engine_config(e));
+    uint32_t k = unit_placement(e)->max_streams;
     GRand *r = g_rand_new_with_seed(11);
 
     for (int i = 0; i < 20000; i++) {
@@ -284,7 +284,7 @@ static void not_lost(void *opaque, uint64_t offset, uint64_t length)
 static void staged_state(const char *props)
 {
     NhEngine *a = unit_engine(props, 8 * MIB), *b = unit_engine(props, 8 * MIB);
-    uint32_t k = nh_placement_max_streams(nh_engine_config(a));
+    uint32_t k = unit_placement(a)->max_streams;
     uint64_t padding;
 
     for (int i = 0; i < 6000; i++) {
@@ -505,11 +505,11 @@ static void test_auto(void)
         char *v = nh_config_get(nh_engine_config(e), "streams");
 
         g_test_message("%s: limit %u, physical streams %u", props, nh_engine_stream_limit(e),
-                       nh_placement_max_streams(nh_engine_config(e)));
+                       unit_placement(e)->max_streams);
         g_assert_cmpuint(nh_engine_stream_limit(e), ==, cases[i].limit);
         /* a stream=dstream device accepts no host tags, but its k goes up to 16 */
-        g_assert_cmpuint(nh_placement_on(nh_engine_config(e)) ?
-                         nh_placement_max_streams(nh_engine_config(e)) : 0, ==,
+        g_assert_cmpuint(unit_placement(e)->on ?
+                         unit_placement(e)->max_streams : 0, ==,
                          cases[i].fronts);
         g_assert_cmpstr(v, ==, strstr(props, "streams=0") ? "0" : "auto");
         g_free(v);
@@ -535,7 +535,7 @@ static void test_host_streams(void)
         char *props = g_strconcat(cases[i].props, ",", SMALL, NULL);
         NhEngine *e = unit_engine(props, 8 * MIB);
         uint32_t n = nh_engine_stream_limit(e);
-        uint32_t k = nh_placement_max_streams(nh_engine_config(e));
+        uint32_t k = unit_placement(e)->max_streams;
         uint64_t per_stream[NH_MAX_STREAMS] = { 0 };
 
         for (uint32_t t = 0; t <= n; t++) {

@@ -56,7 +56,7 @@ static void run(const char *props, double tolerance)
     g_assert_no_error(err);
     /* the blocks kept for the stream frontiers (placement.h) take no untagged data */
     a = (double)(counter(e, "geometry.pages_total") -
-                 (nh_placement_max_streams(&c) - 1) * (double)(c.channels * c.ways * c.dies *
+                 (unit_placement(e)->max_streams - 1) * (double)(c.channels * c.ways * c.dies *
                                                                c.planes * c.pages)) /
         (double)U;
     expect = a / (a + lambert_w0(-a * exp(-a)));
@@ -190,7 +190,7 @@ static void test_default_random(gconstpointer data)
         }
     }
     /* less the blocks kept for the stream frontiers, which untagged writes never reach */
-    a = (bpp - (nh_placement_max_streams(nh_engine_config(e)) - 1) - 1 - 2.5) / data_blocks;
+    a = (bpp - (unit_placement(e)->max_streams - 1) - 1 - 2.5) / data_blocks;
     expect = a / (a + lambert_w0(-a * exp(-a)));
     waf = counter(e, "waf");
     g_test_message("%" G_GUINT64_FORMAT " MiB, %.0f blocks per plane: a %.4f, WAF measured %.3f, "

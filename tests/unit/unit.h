@@ -1,13 +1,16 @@
 /* unit.h - helpers every engine unit test uses: an engine from a property string, the full
- * consistency check, and values of the statistics document (read with json-glib). */
+ * consistency check, values of the statistics document (read with json-glib), and the
+ * placement settings in force. */
 #ifndef NH_TEST_UNIT_H
 #define NH_TEST_UNIT_H
 
 #include <string.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
-#include "engine.h"
+#include "engine-priv.h"
+#include "placement.h"
 
 /* An engine for @props over @capacity bytes; the test fails on any error. */
 static inline NhEngine *unit_engine(const char *props, uint64_t capacity)
@@ -21,6 +24,46 @@ static inline NhEngine *unit_engine(const char *props, uint64_t capacity)
     e = nh_engine_new(&c, capacity, &err);
     g_assert_no_error(err);
     return e;
+}
+
+/* The placement settings @e decoded from its keys (placement.h). */
+static inline const NhPlacementSettings *unit_placement(const NhEngine *e)
+{
+    return nh_engine_part(e, NH_PART_placement);
+}
+
+/* Key @key of a policy or part added by its file alone: its default prints as @def, and @bad
+ * is refused with @why. */
+static inline void unit_key(const char *key, const char *def, const char *bad, const char *why)
+{
+    NhConfig c;
+    GError *err = NULL;
+    char *v;
+
+    nh_config_defaults(&c);
+    v = nh_config_get(&c, key);
+    g_assert_cmpstr(v, ==, def);
+    g_free(v);
+    g_assert_false(nh_config_set(&c, key, bad, &err));
+    g_assert_cmpstr(err->message, ==, why);
+    g_clear_error(&err);
+}
+
+/* Save @e to a state file and load it into @b (same configuration), failing the test on any
+ * error. */
+static inline void unit_reload(NhEngine *e, NhEngine *b)
+{
+    char *dir = g_dir_make_tmp("nh-unit-XXXXXX", NULL);
+    char *path = g_build_filename(dir, "state", NULL);
+    GError *err = NULL;
+
+    g_assert_true(nh_engine_save(e, path, NULL, 0, &err));
+    g_assert_true(nh_engine_load(b, path, NULL, NULL, &err));
+    g_assert_no_error(err);
+    g_unlink(path);
+    g_rmdir(dir);
+    g_free(path);
+    g_free(dir);
 }
 
 /* nh_engine_check(), failing the test with what is inconsistent. */

@@ -28,7 +28,7 @@ static const NhStat fifo_counters[] = {
 static void *fifo_create(NhBuf *b)
 {
     Fifo *s = g_new0(Fifo, 1);
-    s->whole = nh_config_uint(b->env.cfg, "fifo-whole") == 1;
+    s->whole = b->env.keys[0] == 1;     /* fifo-whole=on */
     s->ctr = b->env.counters;
     return s;
 }
