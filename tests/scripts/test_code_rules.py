@@ -88,21 +88,10 @@ def test_the_scanners_measure_functions():
     assert list(python_functions(py)) == [("f", 1, 101), ("g", 104, 3), ("h", 105, 2)]
 
 
-# Another change of issue 26 splits this one; when it lands the test says to drop it from here.
-NOT_YET = {"tests/unit/test-config.c test_engine_refuses"}
-
-
 def test_no_function_over_100_lines():
-    long, seen = [], set()
-    for path in repo_files():
-        for rel, line, name, n in long_functions(path):
-            if "%s %s" % (rel, name) in NOT_YET:
-                seen.add("%s %s" % (rel, name))
-            else:
-                long.append("%s:%d %s() is %d lines" % (rel, line, name, n))
+    long = ["%s:%d %s() is %d lines" % (rel, line, name, n)
+            for path in repo_files() for rel, line, name, n in long_functions(path)]
     assert not long, "functions over %d lines:\n  %s" % (LIMIT, "\n  ".join(long))
-    assert seen == NOT_YET, "no longer over %d lines, drop from NOT_YET: %s" % (
-        LIMIT, ", ".join(sorted(NOT_YET - seen)))
 
 
 def path_patches(source):
