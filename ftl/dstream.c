@@ -83,26 +83,57 @@ static void first_centroids(NhKmeans *km, const double *x, uint32_t n)
     g_free(s);
 }
 
-/* Merge clusters @a and @a + 1 into their members' mean (the midpoint when both are empty). */
-static void merge(NhKmeans *km, uint32_t a, const double *x, uint32_t n, const uint8_t *assign)
-{
-    double sum = 0;
-    uint32_t cnt = 0;
+/* The members of each cluster, as sums and counts: a merge takes its members' mean from them,
+ * and they follow the clusters through every merge and add of a step. */
+typedef struct Members {
+    double   sum[NH_MAX_STREAMS];
+    uint32_t cnt[NH_MAX_STREAMS];
+} Members;
 
+static void members(Members *m, const double *x, uint32_t n, const uint8_t *assign)
+{
+    memset(m, 0, sizeof(*m));
     for (uint32_t i = 0; i < n; i++) {
-        if (assign[i] == a || assign[i] == a + 1) {
-            sum += x[i];
-            cnt++;
+        m->sum[assign[i]] += x[i];
+        m->cnt[assign[i]]++;
+    }
+}
+
+/* Dmin, the smallest distance between two centroids (adjacent, as they are sorted); infinite
+ * for k = 1.  *m1 is the colder of the pair. */
+static double closest_pair(const NhKmeans *km, uint32_t *m1)
+{
+    double dmin = INFINITY;
+
+    *m1 = 0;
+    for (uint32_t j = 0; j + 1 < km->k; j++) {
+        if (km->cent[j + 1] - km->cent[j] < dmin) {
+            dmin = km->cent[j + 1] - km->cent[j];
+            *m1 = j;
         }
     }
-    km->cent[a] = cnt ? sum / cnt : (km->cent[a] + km->cent[a + 1]) / 2;
-    memmove(&km->cent[a + 1], &km->cent[a + 2], sizeof(double) * (km->k - a - 2));
+    return dmin;
+}
+
+/* Merge clusters @a and @a + 1 into their members' mean (the midpoint when both are empty). */
+static void merge(NhKmeans *km, uint32_t a, Members *m)
+{
+    size_t tail = km->k - a - 2;
+
+    m->sum[a] += m->sum[a + 1];
+    m->cnt[a] += m->cnt[a + 1];
+    km->cent[a] = m->cnt[a] ? m->sum[a] / m->cnt[a] : (km->cent[a] + km->cent[a + 1]) / 2;
+    memmove(&km->cent[a + 1], &km->cent[a + 2], sizeof(double) * tail);
+    memmove(&m->sum[a + 1], &m->sum[a + 2], sizeof(double) * tail);
+    memmove(&m->cnt[a + 1], &m->cnt[a + 2], sizeof(uint32_t) * tail);
     km->k--;
 }
 
-static bool add(NhKmeans *km, const double *x, uint32_t n)
+/* Add an empty cluster at the mean of the two hottest centroids, in its sorted place. */
+static bool add(NhKmeans *km, const double *x, uint32_t n, Members *m)
 {
     double hottest = x[0], c;
+    uint32_t at = 0;
 
     for (uint32_t i = 1; i < n; i++) {
         hottest = MAX(hottest, x[i]);
@@ -113,39 +144,54 @@ static bool add(NhKmeans *km, const double *x, uint32_t n)
         if (km->cent[j] == c) {
             return false;
         }
+        at += km->cent[j] < c;
     }
-    km->cent[km->k++] = c;
-    qsort(km->cent, km->k, sizeof(double), cmp_double);
+    memmove(&km->cent[at + 1], &km->cent[at], sizeof(double) * (km->k - at));
+    memmove(&m->sum[at + 1], &m->sum[at], sizeof(double) * (km->k - at));
+    memmove(&m->cnt[at + 1], &m->cnt[at], sizeof(uint32_t) * (km->k - at));
+    km->cent[at] = c;
+    m->sum[at] = 0;
+    m->cnt[at] = 0;
+    km->k++;
     return true;
+}
+
+/* The rule for one element at distance @d from its nearest centroid: the change of k. */
+static int rule(NhKmeans *km, double d, const double *x, uint32_t n, Members *m)
+{
+    uint32_t m1;
+    double dmin = closest_pair(km, &m1);
+
+    if (km->k > 1 && d >= dmin) {
+        merge(km, m1, m);
+        return -1;
+    }
+    return km->k < km->kmax && add(km, x, n, m) ? 1 : 0;
 }
 
 int nh_kmeans_step(NhKmeans *km, const double *x, uint32_t n, uint8_t *assign)
 {
-    double dmin = INFINITY, far = 0;
-    uint32_t m1 = 0;
+    Members m;
+    double far = 0;
     int change = 0;
 
     if (!km->k) {
         first_centroids(km, x, n);
     }
     lloyd(km, x, n, assign);
-    if (km->fixed) {
+    if (km->rule == NH_KMEANS_FIXED) {
         return 0;
     }
-    for (uint32_t j = 0; j + 1 < km->k; j++) {
-        if (km->cent[j + 1] - km->cent[j] < dmin) {
-            dmin = km->cent[j + 1] - km->cent[j];
-            m1 = j;
-        }
-    }
+    members(&m, x, n, assign);
     for (uint32_t i = 0; i < n; i++) {
-        far = MAX(far, fabs(x[i] - km->cent[assign[i]]));
+        double d = fabs(x[i] - km->cent[nearest(km, x[i])]);
+        if (km->rule == NH_KMEANS_PER_ELEMENT) {
+            change += rule(km, d, x, n, &m);
+        }
+        far = MAX(far, d);
     }
-    if (km->k > 1 && far >= dmin) {
-        merge(km, m1, x, n, assign);
-        change = -1;
-    } else if (km->k < km->kmax && add(km, x, n)) {
-        change = 1;
+    if (km->rule == NH_KMEANS_ADAPTIVE) {
+        change = rule(km, far, x, n, &m);
     }
     assign_all(km, x, n, assign);
     return change;
@@ -189,7 +235,7 @@ NhDstream *nh_dstream_new(const NhPlacementSettings *set, uint64_t lpages, uint3
     /* seed 003 starts at the maximum: k streams' buffers until the first timestamp */
     ds->km.kmax = kmax;
     ds->km.k = 0;
-    ds->km.fixed = set->k_fixed;
+    ds->km.rule = set->k_rule;
     return ds;
 }
 

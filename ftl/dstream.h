@@ -12,17 +12,20 @@
 /* Adaptive k-means over one timestamp's elements; centroids kept in ascending order. */
 typedef struct NhKmeans {
     uint32_t k, kmax;               /* k = 0 before the first step */
-    bool     fixed;                 /* dstream-k=fixed: Lloyd only, k stays kmax */
+    NhKmeansRule rule;
     double   cent[NH_MAX_STREAMS];
 } NhKmeans;
 
 /*
  * One timestamp: Lloyd iterations from the current centroids (the first step starts from kmax
- * centroids at the quantiles of @x), then seed 003's rule once, on the element farthest from its
- * centroid: farther than or as far as the smallest centroid distance Dmin, merge the two closest
- * clusters; nearer, add a cluster at the mean of the two hottest centroids (k = 1: of the
- * centroid and the hottest element) unless one is there already.  @assign[i] receives element
- * i's cluster under the centroids in force after the step.  Returns the change of k (-1, 0, 1).
+ * centroids at the quantiles of @x), then seed 003's rule.  The rule, for an element: farther
+ * from its nearest centroid than or as far as the smallest centroid distance Dmin, merge the two
+ * closest clusters (into their members' mean); nearer, add a cluster at the mean of the two
+ * hottest centroids (k = 1: of the centroid and the hottest element) unless one is there
+ * already.  NH_KMEANS_ADAPTIVE applies it once, to the element farthest from its centroid;
+ * NH_KMEANS_PER_ELEMENT to every element in index order, each against the clusters the ones
+ * before it left (Dmin taken again after every change).  @assign[i] receives element i's
+ * cluster under the centroids in force after the step.  Returns the change of k.
  */
 int nh_kmeans_step(NhKmeans *km, const double *x, uint32_t n, uint8_t *assign);
 

@@ -47,6 +47,18 @@ static uint64_t pmap_put(void *ctx, uint64_t lpn, uint32_t ppn, uint64_t t)
     return end;
 }
 
+/*
+ * The stream frontiers that have a block per plane kept for them (NhBlocksSpec.reserved): the
+ * host's streams, so that an untagged workload on a device that offers streams counts as on one
+ * without.  DStream's physical streams are the device's own, opened and left as k moves: they
+ * take their blocks from the spare like the host frontier (the kept block of a stream k never
+ * reached would be flash no data uses: hot/cold at 276 blocks a plane, WAF 1.611 -> 1.680).
+ */
+static uint32_t kept_fronts(const NhPlacementSettings *pl)
+{
+    return pl->map == NH_MAP_DSTREAM ? 0 : pl->max_streams - 1;
+}
+
 void pmap_place(PmapFtl *f, const NhFtlEnv *env, const PmapMap *map, NhBlocksSpec *spec,
                 uint32_t nfront)
 {
@@ -58,7 +70,7 @@ void pmap_place(PmapFtl *f, const NhFtlEnv *env, const PmapMap *map, NhBlocksSpe
         return;
     }
     spec->nfront = nfront + f->pl->nstreams - 1;
-    spec->reserved = f->pl->nstreams - 1;
+    spec->reserved = kept_fronts(env->parts->settings[NH_PART_placement]);
     for (uint32_t i = 0; i < spec->nfront; i++) {
         /* a copy out of a block no stream wrote (a translation block too) counts as the GC
          * frontier's */
@@ -87,9 +99,10 @@ bool pmap_init(PmapFtl *f, const NhBlocksSpec *spec, GError **errp)
 uint32_t pmap_min_spare(const NhFtlEnv *env, uint32_t npu, uint32_t nfront, uint32_t reserve)
 {
     const NhPlacementSettings *pl = env->parts->settings[NH_PART_placement];
+    uint32_t kept = kept_fronts(pl);
 
-    return nh_blocks_min_spare(env->cfg, env->lpages, npu, nfront, reserve,
-                               pl->max_streams - 1);
+    return nh_blocks_min_spare(env->cfg, env->lpages, npu, nfront + pl->max_streams - 1 - kept,
+                               reserve, kept);
 }
 
 bool pmap_unmap(PmapFtl *f, uint64_t lpn)

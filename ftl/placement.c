@@ -14,7 +14,7 @@ G_STATIC_ASSERT(NH_MAX_FRONT >= 3 + NH_MAX_STREAMS - 1);
 G_STATIC_ASSERT(NH_STREAM_GC <= UINT8_MAX);
 
 static const char *const map_names[] = { "fixed", "dstream", NULL };
-static const char *const dsk_names[] = { "adaptive", "fixed", NULL };
+static const char *const dsk_names[] = { "adaptive", "fixed", "per-element", NULL };
 
 enum {      /* placement_keys, in order */
     KEY_STREAMS, KEY_STREAM_MAP, KEY_PHYSICAL_STREAMS, KEY_STREAM_BUFFER, KEY_DSTREAM_MEMORY,
@@ -45,8 +45,10 @@ static const NhConfigKey placement_keys[] = {
     { "dstream-timestamp", NH_KEY_UINT, 0, 0, "auto", 1, 1u << 30, NULL, true,
       "dstream: host pages written between two clusterings (auto: pages, one block's worth)" },
     { "dstream-k", NH_KEY_ENUM, 0, 0, "adaptive", 0, 0, dsk_names, false,
-      "dstream: adaptive (seed 003's rule changes k) or fixed (k stays physical-streams, the "
-      "clustering still assigns logical streams each timestamp: the paper's N-stream baselines)" },
+      "dstream: how k moves at each timestamp: adaptive (seed 003's merge-or-add rule once, on "
+      "the element farthest from its centroid), per-element (the rule for every logical stream "
+      "in turn) or fixed (k stays physical-streams, the clustering still assigns logical streams "
+      "each timestamp: the paper's N-stream baselines)" },
     { NULL },
 };
 
@@ -165,7 +167,7 @@ static void placement_decode(const NhPartIn *in, void *settings)
     s->dstream_memory = in->keys[KEY_DSTREAM_MEMORY];
     s->partitions = (uint32_t)in->keys[KEY_DSTREAM_PARTITIONS];
     s->timestamp = in->keys[KEY_DSTREAM_TIMESTAMP] ? in->keys[KEY_DSTREAM_TIMESTAMP] : cfg->pages;
-    s->k_fixed = in->keys[KEY_DSTREAM_K] == 1;
+    s->k_rule = (NhKmeansRule)in->keys[KEY_DSTREAM_K];
 }
 
 static uint32_t placement_needs(const void *settings)

@@ -34,6 +34,13 @@
 
 typedef enum NhStreamMap { NH_MAP_FIXED, NH_MAP_DSTREAM } NhStreamMap;
 
+/* How k moves (the key dstream-k, in its order): seed 003's rule read two ways, or not at all. */
+typedef enum NhKmeansRule {
+    NH_KMEANS_ADAPTIVE,     /* the rule once per timestamp, on the element farthest away */
+    NH_KMEANS_FIXED,        /* Lloyd only: k stays kmax */
+    NH_KMEANS_PER_ELEMENT,  /* the rule for each element in turn */
+} NhKmeansRule;
+
 /* The part's settings (part.h: nh_part_placement), decoded from its keys with auto resolved. */
 typedef struct NhPlacementSettings {
     bool        on;
@@ -47,7 +54,7 @@ typedef struct NhPlacementSettings {
     uint64_t    dstream_memory; /* 0: auto */
     uint32_t    partitions;     /* dstream-partitions */
     uint64_t    timestamp;      /* host pages between two clusterings */
-    bool        k_fixed;        /* dstream-k=fixed */
+    NhKmeansRule k_rule;        /* dstream-k */
 } NhPlacementSettings;
 
 /* The placement counters, in the order of the part's table (ftl.placement.*). */

@@ -674,6 +674,33 @@ static void test_kmeans(void)
     }
 }
 
+/* dstream-k=per-element: the rule for each element in turn, Dmin taken again after each change */
+static void test_kmeans_per_element(void)
+{
+    uint8_t a[4];
+
+    /* {0, 4, 6, 10} from 2, 8 (stable): 0 is 2 from 2 < Dmin 6, add 5; 4 is 1 from 5 < 3, add
+     * 6.5; 6 is 0.5 from 6.5 < 1.5, add 7.25; 10 is 2 from 8 >= 0.75 (6.5..7.25), merge those
+     * two, both empty: their midpoint 6.875.  Net +2, where the farthest-element reading adds 1. */
+    {
+        NhKmeans km = { .kmax = 16, .k = 2, .cent = { 2, 8 }, .rule = NH_KMEANS_PER_ELEMENT };
+        double x[] = { 0, 4, 6, 10 };
+        g_assert_cmpint(nh_kmeans_step(&km, x, 4, a), ==, 2);
+        kmeans_expect(&km, a, 4, 4, (double[]){ 2, 5, 6.875, 8 }, (uint8_t[]){ 0, 1, 2, 3 });
+    }
+    /* {0, 2, 12, 28} from 0, 2, 20 (stable): 0, 2 and 12 each sit nearer their centroid than
+     * Dmin 2 and add 11, 15.5, 17.75; 28 is 8 from 20 >= Dmin 2 (0..2): 0 and 2 merge into their
+     * members' mean 1.  Net +2 where the farthest-element reading merges (-1, k 2). */
+    {
+        NhKmeans km = { .kmax = 16, .k = 3, .cent = { 0, 2, 20 },
+                        .rule = NH_KMEANS_PER_ELEMENT };
+        double x[] = { 0, 2, 12, 28 };
+        g_assert_cmpint(nh_kmeans_step(&km, x, 4, a), ==, 2);
+        kmeans_expect(&km, a, 4, 5, (double[]){ 1, 11, 15.5, 17.75, 20 },
+                      (uint8_t[]){ 0, 0, 1, 4 });
+    }
+}
+
 /* ------------------------------------------------------------------ DFTL cache resize */
 
 /* Random resizes between random I/O: the full check (every mapping not dirty in the CMT is on
@@ -843,6 +870,7 @@ int main(int argc, char **argv)
     g_test_add_func("/placement/host-streams", test_host_streams);
     g_test_add_func("/placement/untagged-unchanged", test_untagged_unchanged);
     g_test_add_func("/placement/kmeans", test_kmeans);
+    g_test_add_func("/placement/kmeans-per-element", test_kmeans_per_element);
     g_test_add_func("/placement/resize", test_resize);
     g_test_add_func("/placement/budget", test_budget);
     g_test_add_func("/placement/fixed-k", test_fixed_k);
