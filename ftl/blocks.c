@@ -443,6 +443,17 @@ void nh_blocks_background(NhBlocks *b, uint64_t now, bool defer)
     }
 }
 
+void nh_blocks_idle(NhBlocks *b)
+{
+    for (uint32_t i = 0; i < b->npu; i++) {
+        NhPlane *p = &b->pu[i];
+        if (!p->bg && p->nfree < b->high) {
+            p->bg = true;
+            b->bg_active++;
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ life cycle */
 
 static uint32_t pct_blocks(uint64_t spare, uint32_t pct)

@@ -163,6 +163,8 @@ static inline void nh_touch(uint64_t *touched, uint64_t i)
 uint64_t *nh_touched_new(uint64_t n);
 
 void nh_blocks_background(NhBlocks *b, uint64_t now, bool defer);
+/* Every plane below gc-high cleans in the background until it is back there (NhFtlOps.idle). */
+void nh_blocks_idle(NhBlocks *b);
 
 /* NULL when blocks, pools, counts and the reverse map agree, else what is wrong (g_free). */
 char *nh_blocks_check(NhBlocks *b);

@@ -76,6 +76,10 @@ typedef struct NhFtlOps {
     /* called before each request: a chance to clean in the background; @defer is true while
      * priority requests are outstanding (seed 001's priority-aware cleaning) */
     void (*background)(void *ftl, uint64_t now, bool defer);
+    /* the device idles (nh_engine_idle): background cleaning then goes on until every plane
+     * is back at its high watermark, not only those that fell below the low one; NULL for an
+     * FTL that cleans only when a write needs room */
+    void (*idle)(void *ftl);
     bool (*is_mapped)(void *ftl, uint64_t lpn);
     /* where writing the logical space in order from its start on a new device would have put
      * page @lpn: a ppn on its plane at its page offset (any block of the plane: the timing

@@ -211,6 +211,11 @@ void pmap_background(void *ftl, uint64_t now, bool defer)
     nh_blocks_background(&f->b, now, defer);
 }
 
+void pmap_idle(void *ftl)
+{
+    nh_blocks_idle(&((PmapFtl *)ftl)->b);
+}
+
 bool pmap_is_mapped(void *ftl, uint64_t lpn)
 {
     PmapFtl *f = ftl;

@@ -74,6 +74,7 @@ uint64_t pmap_read(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);
 uint64_t pmap_write(void *ftl, const NhFtlWrite *w, uint64_t now);
 uint64_t pmap_flush(void *ftl, uint64_t now);
 void pmap_background(void *ftl, uint64_t now, bool defer);
+void pmap_idle(void *ftl);
 bool pmap_is_mapped(void *ftl, uint64_t lpn);
 uint32_t pmap_home(void *ftl, uint64_t lpn);
 void pmap_save(void *ftl, GByteArray *out);
@@ -96,6 +97,7 @@ uint64_t pmap_stream_unit(void *ftl, uint16_t tag, bool close);
     .trim = (trim_fn),                                                              \
     .flush = pmap_flush,                                                            \
     .background = pmap_background,                                                  \
+    .idle = pmap_idle,                                                              \
     .is_mapped = pmap_is_mapped,                                                    \
     .home = pmap_home,                                                              \
     .save = pmap_save,                                                              \

@@ -37,6 +37,10 @@ typedef enum NhBufMedia { NH_BUF_DRAM, NH_BUF_STTMRAM, NH_BUF_CUSTOM } NhBufMedi
 typedef enum NhBufVolatile { NH_BUF_VOLATILE_AUTO, NH_BUF_VOLATILE_ON, NH_BUF_VOLATILE_OFF } NhBufVolatile;
 typedef enum NhSwitch { NH_OFF, NH_ON } NhSwitch;
 
+/* The ranges of the page-size and blocks keys, which the engine's sizing messages name too. */
+#define NH_PAGE_SIZE_MAX 16384
+#define NH_BLOCKS_MAX    (1u << 24)
+
 /* Room for every policy's keys together (nh_config_key() asserts that they fit). */
 #define NH_CONFIG_POLICY_SLOTS 32
 

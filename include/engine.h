@@ -158,7 +158,8 @@ uint64_t nh_engine_finish(NhEngine *eng, uint64_t now);
 
 /*
  * The device idles from @now: background GC runs as on an idle device, victim after victim,
- * until no plane needs one (its free blocks are back at gc-high).  Returns when that work
+ * until no plane needs one: every plane is back at gc-high, also one that had not fallen
+ * below gc-low (NhFtlOps.idle).  Returns when that work
  * completes (every die and channel done); the number of victims in *victims.
  */
 uint64_t nh_engine_idle(NhEngine *eng, uint64_t now, uint64_t *victims);

@@ -781,8 +781,9 @@ static void test_sim_dstream_hot_cold(void)
     char *p;
 
     for (int i = 0; i < 300000; i++) {
-        uint32_t lpn = g_rand_double(r) < 0.8 ? g_rand_int_range(r, 0, hot)
-                                               : hot + g_rand_int_range(r, 0, pages - hot);
+        bool to_hot = g_rand_double(r) < 0.8;
+        uint32_t lpn = to_hot ? (uint32_t)g_rand_int_range(r, 0, hot)
+                              : hot + (uint32_t)g_rand_int_range(r, 0, pages - hot);
         g_string_append_printf(t, "%d 0 %u 16 0\n", i * 1000, lpn * 16);
     }
     p = write_tmp(t->str);

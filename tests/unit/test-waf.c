@@ -202,6 +202,51 @@ static void test_default_random(gconstpointer data)
     nh_engine_free(e);
 }
 
+/*
+ * An idle device cleans every plane back to gc-high (nh_engine_idle), wherever the writes
+ * before left it between gc-low and gc-high: what comes after the idle time then pays no GC
+ * until it has written gc-high - gc-low blocks' worth.  One plane, streams off; gc-low 20% and
+ * gc-high 60% of the spare blocks, so the band is many blocks wide; random overwrites of
+ * lengths that end the steady state at many points of the band.  Seen red with only the planes
+ * below gc-low cleaned at idle (the last behaviour): GC within the first blocks after the idle
+ * time whenever a plane had stopped near gc-low.
+ */
+static void test_idle_refills(void)
+{
+    const uint64_t capacity = 4 << 20, U = capacity / 4096;
+
+    for (uint32_t end = 0; end < 24; end++) {
+        NhEngine *e = unit_engine("channels=1,ways=1,dies=1,planes=1,pages=32,op=30,"
+                                  "gc-low=20,gc-high=60,gc-critical=5,streams=0", capacity);
+        const NhConfig *c = nh_engine_config(e);
+        uint64_t spare = c->blocks - U / c->pages, now = 0, done, victims, gc;
+        uint64_t band = spare * 60 / 100 - (spare * 20 + 99) / 100;   /* whole blocks, at least */
+        GRand *r = g_rand_new_with_seed(end);
+
+        g_assert_cmpuint(band, >=, 3);
+        for (uint64_t i = 0; i < 8 * U + end * 37; i++) {
+            NhRequest q = { .op = NH_OP_WRITE, .length = 4096,
+                            .offset = (uint64_t)g_rand_int_range(r, 0, (gint32)U) * 4096 };
+            g_assert_true(nh_engine_submit(e, &q, now += 1000, &done, NULL));
+        }
+        now = nh_engine_idle(e, now, &victims);
+        gc = unit_stat(e, "ftl", "gc_blocks");
+        for (uint64_t i = 0; i < (band - 1) * c->pages; i++) {
+            NhRequest q = { .op = NH_OP_WRITE, .length = 4096,
+                            .offset = (uint64_t)g_rand_int_range(r, 0, (gint32)U) * 4096 };
+            g_assert_true(nh_engine_submit(e, &q, now += 1000, &done, NULL));
+        }
+        g_test_message("end %u: %" G_GUINT64_FORMAT " victims before, %" G_GUINT64_FORMAT
+                       " at idle, %" G_GUINT64_FORMAT " after", end, gc - victims, victims,
+                       unit_stat(e, "ftl", "gc_blocks") - gc);
+        g_assert_cmpuint(gc, >, victims);
+        g_assert_cmpuint(unit_stat(e, "ftl", "gc_blocks"), ==, gc);
+        unit_check(e);
+        g_rand_free(r);
+        nh_engine_free(e);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -209,6 +254,7 @@ int main(int argc, char **argv)
     g_test_add_func("/waf/greedy/op25", test_greedy_op25);
     g_test_add_func("/waf/greedy/op35", test_greedy_op35);
     g_test_add_func("/waf/greedy/dynamic", test_greedy_dynamic);
+    g_test_add_func("/waf/idle-refills", test_idle_refills);
     g_test_add_data_func("/waf/default/sequential/256M", GSIZE_TO_POINTER(256), test_default_seq);
     g_test_add_data_func("/waf/default/sequential/1G", GSIZE_TO_POINTER(1024), test_default_seq);
     g_test_add_data_func("/waf/default/random/256M", GSIZE_TO_POINTER(256), test_default_random);
