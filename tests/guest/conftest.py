@@ -10,7 +10,6 @@ log, so the host side can compare snapshots taken at known points.
 """
 import json
 import os
-import socket
 import subprocess
 import time
 
@@ -21,16 +20,13 @@ VM_EXEC = os.path.join(REPO, "scripts", "vm-exec")
 
 # The serial number is set by vm-exec, not by us: read it from the same module
 # so the identify test follows it if it changes.
+from nh import qmp as nhqmp  # noqa: E402
 from nh import stats as nhstats  # noqa: E402
 from nh import vm as nhvm  # noqa: E402
 
 # vm-exec gives the controller an id (its QOM path under /machine/peripheral)
-# and uses the same string as the serial; older versions set only the serial
-# (NVME_SERIAL), so the QMP tests then add an id of their own.
-SERIAL = getattr(nhvm, "NVME_SERIAL", None) or nhvm.NVME_ID
-DEVICE_ID = getattr(nhvm, "NVME_ID", None)
-QMP_DEVICE_OPT = "" if DEVICE_ID else "id=nvme0"
-QOM_PATH = "/machine/peripheral/" + (DEVICE_ID or "nvme0")
+# and uses the same string as the serial.
+SERIAL = nhvm.NVME_ID
 
 # NVMe SMART "data units": thousands of 512-byte units, rounded up.
 DATA_UNIT = 512 * 1000
@@ -84,6 +80,7 @@ class VmRun:
     def __init__(self, cmd, device="", disk=None, size="1G", share=None,
                  timeout=300, qmp=None, qemu="", fmt=None, log=None, guest=None):
         self.timeout = timeout
+        self.qmp = str(qmp) if qmp else None
         self.log = log or os.path.join(str(share or "/tmp"), "vm-exec.log")
         self.args = _vm_exec_args(cmd, device, disk, size, share, timeout, qmp, qemu, fmt,
                                   guest)
@@ -126,6 +123,17 @@ class VmRun:
                             % (os.path.basename(path), timeout, _tail(self.output())),
                             pytrace=False)
             time.sleep(0.1)
+
+    def device(self, seconds=60):
+        """The device over QMP (nh.qmp, the campaigns' client) once QEMU answers
+        on the run's socket."""
+        return nhqmp.Device.when_up(self.qmp, self.proc, seconds)
+
+    def cut_power(self):
+        """The device's power fails now; QEMU ends before it answers."""
+        dev = self.device()
+        dev.cut_power()
+        dev.close()
 
     def kill(self):
         if self.proc.poll() is None:
@@ -197,52 +205,6 @@ def seeded_bytes(seed, n):
     pattern a broken device could fake)."""
     import random
     return random.Random(seed).randbytes(n)
-
-
-class QMP:
-    """Just enough of the QMP protocol for qom-get: one JSON object per
-    line, a greeting, qmp_capabilities, then commands whose answers carry
-    "return" or "error" (events in between are skipped)."""
-
-    def __init__(self, path, timeout=60):
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                self.sock.connect(str(path))
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                self.sock.close()
-                if time.monotonic() > end:
-                    raise
-                time.sleep(0.1)
-        self.sock.settimeout(timeout)
-        self.reader = self.sock.makefile("rb")
-        greeting = self._read()
-        assert "QMP" in greeting, greeting
-        self.command("qmp_capabilities")
-
-    def _read(self):
-        line = self.reader.readline()
-        if not line:
-            raise ConnectionError("QMP connection closed")
-        return json.loads(line)
-
-    def command(self, name, **arguments):
-        msg = {"execute": name}
-        if arguments:
-            msg["arguments"] = arguments
-        self.sock.sendall(json.dumps(msg).encode() + b"\n")
-        while True:
-            reply = self._read()
-            if "return" in reply:
-                return reply["return"]
-            if "error" in reply:
-                raise RuntimeError("QMP %s: %s" % (name, reply["error"]))
-
-    def close(self):
-        self.reader.close()
-        self.sock.close()
 
 
 @pytest.fixture

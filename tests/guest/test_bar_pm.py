@@ -10,7 +10,7 @@ import os
 import signal
 import struct
 
-from conftest import QMP, QOM_PATH, VmRun, check, seeded_bytes, vm
+from conftest import VmRun, check, seeded_bytes, vm
 
 META = 64 * 1024
 MIB = 1 << 20
@@ -134,11 +134,7 @@ def _lose_power(share, tmp_path, how, before=BEFORE_LOSS, signals=("ready",)):
         if how == "sigkill":
             os.kill(pid, signal.SIGKILL)
         else:
-            q = QMP(qmp)
-            try:
-                q.command("qom-set", path=QOM_PATH, property="power-cut", value=True)
-            except (ConnectionError, OSError):
-                pass            # QEMU stops before it answers
+            run.cut_power()
         status, out = run.wait()
     finally:
         run.kill()

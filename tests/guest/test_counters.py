@@ -5,10 +5,9 @@ units), then dd writes and reads exactly N 4 KiB blocks with O_DIRECT (the
 engine's host and NAND counters).  Snapshots between the steps are compared.
 A second boot compares the QOM `stats` property (QMP, from the host) with
 the vendor log page the guest decodes, at the same idle moment."""
-import json
 import os
 
-from conftest import (DATA_UNIT, QMP_DEVICE_OPT, QOM_PATH, VmRun, check,
+from conftest import (DATA_UNIT, VmRun, check,
                       counters, delta, load_json, smart, stats, vm)
 
 FIO_BYTES = 12 << 20   # 12 MiB = 24.576 data units: exercises the rounding up
@@ -107,19 +106,16 @@ snap b
 
 def test_qmp_stats_equal_guest_stats(share):
     sock = os.path.join(str(share), "..", "qmp.sock")
-    run = VmRun(QMP_SCRIPT, device=QMP_DEVICE_OPT, share=share, qmp=sock,
-                timeout=120)
+    run = VmRun(QMP_SCRIPT, share=share, qmp=sock, timeout=120)
     try:
         run.wait_for_file(os.path.join(str(share), "ready"))
-        from conftest import QMP
-        q = QMP(sock)
-        raw = q.command("qom-get", path=QOM_PATH, property="stats")
+        q = run.device()
+        host_doc = q.stats()
         q.close()
         status, out = run.wait()
     finally:
         run.kill()
     check(status, out)
-    host_doc = json.loads(raw) if isinstance(raw, str) else raw
     a, b = stats(share, "a"), stats(share, "b")
     assert counters(a) == counters(b), "the device was not idle around the QMP read"
     ca, ch = counters(a), counters(host_doc)

@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from conftest import QMP, QOM_PATH, VmRun, check, vm
+from conftest import VmRun, check, vm
 
 WRITER = r"""
 set -eu
@@ -58,10 +58,7 @@ def test_acknowledged_records_survive_power_loss(share, tmp_path, monkeypatch, h
         if how == "sigkill":
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
         else:
-            try:
-                QMP(qmp).command("qom-set", path=QOM_PATH, property="power-cut", value=True)
-            except (ConnectionError, OSError):
-                pass            # QEMU stops before it answers: that is the power cut
+            run.cut_power()
         status, out = run.wait()
     finally:
         run.kill()

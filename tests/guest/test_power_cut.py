@@ -4,7 +4,7 @@ before (zeroes for LBAs never written, the flushed older version for an overwrit
 capacitor-backed buffer loses nothing.  The next start counts an unsafe shutdown either way."""
 import pytest
 
-from conftest import DEVICE_ID, QMP, VmRun, check, seeded_bytes, smart, vm
+from conftest import VmRun, check, seeded_bytes, smart, vm
 
 MIB = 1 << 20
 
@@ -36,12 +36,7 @@ def _cut(share, tmp_path, volatile, script):
     run = VmRun(script, device=dev, disk=disk, size="256M", share=share, qmp=str(qmp_path))
     try:
         run.wait_for_file(share / "ready")
-        q = QMP(qmp_path)
-        try:
-            q.command("qom-set", path=f"/machine/peripheral/{DEVICE_ID}", property="power-cut",
-                      value=True)
-        except (ConnectionError, OSError):
-            pass        # QEMU is gone before it could answer: that is the power cut
+        run.cut_power()
         status, out = run.wait()
     finally:
         run.kill()
