@@ -188,6 +188,82 @@ void nh_engine_set_conditioning(NhEngine *eng, const NhConditioning *c);
 typedef void (*NhEngineLostFn)(void *opaque, uint64_t offset, uint64_t length);
 void nh_engine_power_loss(NhEngine *eng, NhEngineLostFn lost, void *opaque);
 
+/*
+ * Zoned region (NVMe Zoned Namespace Command Set; docs/zoned.md).  With zones=N (the zones
+ * part's keys) the logical space has a second region after the conventional one: N zones, each
+ * a fixed set of erase blocks laid over zone-width planes by the zone mapping, written only in
+ * order at the zone's write pointer, never garbage collected.  Conventional bytes are
+ * [0, nh_engine_zone_base()); zone z is [base + z * cap, base + (z + 1) * cap), cap =
+ * nh_engine_zone_capacity().  The zone size the host sees (a power of two, with the LBA gap
+ * after cap) is the front end's business; the engine's zoned space is dense.
+ *
+ * The engine keeps every zone's state and write pointer, so the device and the simulator share
+ * one state machine.  nh_engine_submit() on the zoned region: a write must start at its zone's
+ * write pointer and stay in the zone; it opens the zone implicitly within the open and active
+ * limits, and a zone written to its capacity is full.  Reads below the write pointer read the
+ * zone's pages; reads above it are unwritten reads.  Trim is refused there (a zone is reset,
+ * not deallocated).  Zoned writes bypass the write buffer: durable when they complete.
+ * Failures carry NH_ZONE_ERROR and an NhZoneError, which a front end maps to the status the
+ * specification names; the model is unchanged by a refused request or action.
+ */
+typedef enum NhZoneState {      /* the specification's zone state values */
+    NH_ZONE_EMPTY = 0x1,
+    NH_ZONE_IMP_OPEN = 0x2,
+    NH_ZONE_EXP_OPEN = 0x3,
+    NH_ZONE_CLOSED = 0x4,
+    NH_ZONE_READ_ONLY = 0xd,
+    NH_ZONE_FULL = 0xe,
+    NH_ZONE_OFFLINE = 0xf,
+} NhZoneState;
+
+typedef enum NhZoneAction {     /* Zone Management Send's actions */
+    NH_ZONE_CLOSE = 0x1,
+    NH_ZONE_FINISH = 0x2,
+    NH_ZONE_OPEN = 0x3,
+    NH_ZONE_RESET = 0x4,
+    NH_ZONE_OFFLINE_ACT = 0x5,
+} NhZoneAction;
+
+typedef enum NhZoneError {
+    NH_ZONE_ERR_BOUNDARY,           /* the request crosses its zone's end */
+    NH_ZONE_ERR_FULL,
+    NH_ZONE_ERR_READ_ONLY,
+    NH_ZONE_ERR_OFFLINE,
+    NH_ZONE_ERR_INVALID_WRITE,      /* not at the write pointer */
+    NH_ZONE_ERR_TOO_MANY_ACTIVE,
+    NH_ZONE_ERR_TOO_MANY_OPEN,
+    NH_ZONE_ERR_INVALID_TRANSITION,
+    NH_ZONE_ERR_INVALID,            /* no such zone, or trim on the zoned region */
+} NhZoneError;
+
+#define NH_ZONE_ERROR nh_zone_error_quark()
+GQuark nh_zone_error_quark(void);
+
+#define NH_ZONE_ALL UINT32_MAX      /* nh_engine_zone_action's Select All */
+
+typedef struct NhZoneInfo {
+    NhZoneState state;
+    uint64_t    start;      /* engine offset of the zone's first byte */
+    uint64_t    wp;         /* bytes written from start (the write pointer, relative) */
+} NhZoneInfo;
+
+/* 0 when the configuration has no zoned region. */
+uint32_t nh_engine_zones(const NhEngine *eng);
+uint64_t nh_engine_zone_base(const NhEngine *eng);
+uint64_t nh_engine_zone_capacity(const NhEngine *eng);
+/* The open and active limits in force (0 = no limit). */
+uint32_t nh_engine_zone_max_open(const NhEngine *eng);
+uint32_t nh_engine_zone_max_active(const NhEngine *eng);
+bool nh_engine_zone_info(const NhEngine *eng, uint32_t zone, NhZoneInfo *info);
+/* Zone Append: @length bytes at zone @zone's write pointer; *offset receives where they went. */
+bool nh_engine_zone_append(NhEngine *eng, uint32_t zone, uint64_t length, uint32_t flags,
+                           uint64_t now, uint64_t *offset, uint64_t *done, GError **errp);
+/* Zone Management Send on @zone, or with NH_ZONE_ALL on every zone in a state the action
+ * selects (the specification's Select All).  Reset erases the zone's written blocks and finish
+ * completes the zone with its timing; both occupy the dies they touch. */
+bool nh_engine_zone_action(NhEngine *eng, NhZoneAction action, uint32_t zone, uint64_t now,
+                           uint64_t *done, GError **errp);
+
 /* Is the logical page holding byte @offset mapped (written and not trimmed)? */
 bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset);
 
