@@ -25,6 +25,7 @@
 #include "fit.h"
 #include "nh-heap.h"
 #include "precondition.h"
+#include "priority.h"
 #include "trace.h"
 
 static char *opt_device = NULL;
@@ -36,6 +37,7 @@ static gboolean opt_json = FALSE;
 static gboolean opt_skip_bad = FALSE;
 static gboolean opt_no_drain = FALSE;
 static gboolean opt_sort = FALSE;
+static gboolean opt_no_priority = FALSE;
 static gboolean opt_list_keys = FALSE;
 static gboolean opt_version = FALSE;
 static gdouble opt_fill = 0;
@@ -43,6 +45,8 @@ static gint opt_qd = 0;
 static gint64 opt_limit = 0;
 /* --fit: where each request of the trace lands in the capacity (NULL: where the trace says) */
 static NhFit *fit = NULL;
+/* response times of the requests the trace marks as priority and of the others */
+static NhPrioLat *prio = NULL;
 
 static GOptionEntry entries[] = {
     { "device", 'd', 0, G_OPTION_ARG_STRING, &opt_device,
@@ -70,6 +74,9 @@ static GOptionEntry entries[] = {
     { "sort", 0, 0, G_OPTION_ARG_NONE, &opt_sort,
       "replay the requests in time order (stable) instead of clamping a time that goes back to "
       "the one before it; holds the trace in memory", NULL },
+    { "no-priority", 0, 0, G_OPTION_ARG_NONE, &opt_no_priority,
+      "replay requests the trace marks as priority as ordinary ones (the engine is not told; "
+      "the document still reports them apart): priority-unaware cleaning", NULL },
     { "list-keys", 0, 0, G_OPTION_ARG_NONE, &opt_list_keys,
       "print every device property (key, values, default, meaning) and exit", NULL },
     { "skip-bad", 0, 0, G_OPTION_ARG_NONE, &opt_skip_bad,
@@ -597,7 +604,8 @@ static bool replay(NhEngine *eng, NhTrace *tr, const Scan *sc, uint64_t nreq,
     }
     for (uint64_t i = 0; i < nreq && (rec = replay_rec(tr, sc, i, &buf, errp)); i++) {
         NhRequest req = { .op = rec->op, .offset = rec->offset, .length = rec->length,
-                          .stream = rec->op == NH_OP_WRITE ? rec->stream : 0 };
+                          .stream = rec->op == NH_OP_WRITE ? rec->stream : 0,
+                          .flags = rec->priority && !opt_no_priority ? NH_REQ_PRIORITY : 0 };
         const NhTraceRec *ahead = i + PREFETCH_AHEAD < nreq ? kept_rec(sc, i + PREFETCH_AHEAD)
                                                             : NULL;
         const NhTraceRec *deep = i + PREFETCH_DEEP < nreq ? kept_rec(sc, i + PREFETCH_DEEP)
@@ -633,6 +641,7 @@ static bool replay(NhEngine *eng, NhTrace *tr, const Scan *sc, uint64_t nreq,
             g_prefix_error(errp, "%s: request %" G_GUINT64_FORMAT ": ", opt_trace, i + 1);
             break;
         }
+        nh_prio_lat_add(prio, rec->op, rec->priority, done - now);
         if (opt_qd) {
             inflight.done[slot] = done;
             nh_heap_push(inflight.heap, inflight.n++, slot, slot_done, inflight.done);
@@ -660,8 +669,8 @@ static uint64_t clamped(const Scan *scan)
 }
 
 /* The statistics document with the simulator's own members (docs/simulator.md): trace, always,
- * and fit with --fit, whose summary also goes to stderr (and, in the table, a line of its
- * own). */
+ * fit with --fit, whose summary also goes to stderr (and, in the table, a line of its own), and
+ * priority when the trace marks any request so. */
 static char *add_members(char *stats, const Scan *scan, uint64_t nbad)
 {
     JsonParser *p = json_parser_new();
@@ -693,6 +702,9 @@ static char *add_members(char *stats, const Scan *scan, uint64_t nbad)
         json_object_set_object_member(root, "fit", nh_fit_json(fit));
         fprintf(stderr, "nvme-hybrid-sim: --fit %s\n", line);
         g_free(line);
+    }
+    if (nh_prio_lat_marked(prio)) {
+        json_object_set_object_member(root, "priority", nh_prio_lat_json(prio, !opt_no_priority));
     }
     g = json_generator_new();
     json_generator_set_pretty(g, opt_json);
@@ -805,6 +817,7 @@ int main(int argc, char **argv)
         return fail(err);
     }
     end_time = base;
+    prio = nh_prio_lat_new();
     t0 = g_get_monotonic_time();
     fit_kept(&scan, nreq);
     if (!replay(eng, tr, &scan, nreq, base, &end_time, &err)) {
@@ -829,6 +842,7 @@ int main(int argc, char **argv)
     g_free(first_bad);
     nh_trace_close(tr);
     nh_fit_free(fit);
+    nh_prio_lat_free(prio);
     nh_engine_free(eng);
     if (scan.sorted) {
         g_array_free(scan.sorted, TRUE);

@@ -38,9 +38,12 @@ static inline bool scan_u64(const char **pp, uint64_t *v)
 
 
 /*
- * MQSim / DiskSim ASCII: time_ns device lba(512 B) sectors type(0 write, 1 read), and optionally
- * a sixth field, the write's placement tag (stream identifier, 0 untagged).  The device number
- * is ignored: all devices are folded into one address space (their LBAs overlap).
+ * MQSim / DiskSim ASCII: time_ns device lba(512 B) sectors type, and optionally a sixth field,
+ * the write's placement tag (stream identifier, 0 untagged).  The type is DiskSim's flags as far
+ * as they concern a request: bit 0 read (MQSim's 0 write, 1 read), bit 1 TIME_CRITICAL, which
+ * marks a priority request (2 a priority write, 3 a priority read), the class DiskSim's
+ * priority queueing and seed 001's priority-aware cleaning serve first.  The device number is
+ * ignored: all devices are folded into one address space (their LBAs overlap).
  */
 int trace_parse_mqsim(NhTraceParse *tr, char *line, NhTraceRec *rec, const char **why)
 {
@@ -52,10 +55,11 @@ int trace_parse_mqsim(NhTraceParse *tr, char *line, NhTraceRec *rec, const char 
     /* a well-formed line in one pass; anything else below, which says what is wrong */
     if (scan_u64(&p, &t) && scan_u64(&p, &dev) && scan_u64(&p, &lba) && scan_u64(&p, &n) &&
         scan_u64(&p, &type) && (!*skip_blanks(p) || scan_u64(&p, &stream)) &&
-        !*skip_blanks(p) && type <= 1 && n && n <= MAX_SECTORS && lba <= MAX_SECTORS &&
+        !*skip_blanks(p) && type <= 3 && n && n <= MAX_SECTORS && lba <= MAX_SECTORS &&
         stream <= UINT16_MAX) {
         rec->time_ns = t;
-        rec->op = type ? NH_OP_READ : NH_OP_WRITE;
+        rec->op = type & 1 ? NH_OP_READ : NH_OP_WRITE;
+        rec->priority = type & 2;
         rec->offset = lba * 512;
         rec->length = n * 512;
         rec->stream = (uint16_t)stream;
@@ -75,15 +79,16 @@ int trace_parse_mqsim(NhTraceParse *tr, char *line, NhTraceRec *rec, const char 
         *why = "a field is not a non-negative integer";
         return -1;
     }
-    if (type > 1) {
-        *why = "type must be 0 (write) or 1 (read)";
+    if (type > 3) {
+        *why = "type must be 0 (write), 1 (read), 2 (priority write) or 3 (priority read)";
         return -1;
     }
     if (trace_lba_range(tr, lba, n, rec, why) < 0) {
         return -1;
     }
     rec->time_ns = t;
-    rec->op = type ? NH_OP_READ : NH_OP_WRITE;
+    rec->op = type & 1 ? NH_OP_READ : NH_OP_WRITE;
+    rec->priority = type & 2;
     rec->stream = (uint16_t)stream;
     return 1;
 }

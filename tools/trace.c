@@ -39,6 +39,9 @@ static const NhTraceParseFn parsers[] = {
     trace_parse_blkparse, trace_parse_fio
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(nh_trace_formats) == G_N_ELEMENTS(parsers) + 1);
+/* the simulator keeps up to 2 Mi requests in memory (nvme-hybrid-sim.c): the priority flag
+ * lives in what was padding */
+G_STATIC_ASSERT(sizeof(NhTraceRec) == 32);
 
 static ssize_t gz_cookie_read(void *c, char *buf, size_t size)
 {
@@ -266,6 +269,7 @@ int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp)
             continue;
         } else {
             rec->stream = 0;
+            rec->priority = false;
             r = t->parse(&t->p, line, rec, &why);
         }
         if (r < 0 && t->skip_bad) {

@@ -24,6 +24,7 @@ typedef struct NhTraceRec {
     uint64_t offset, length;
     NhOp     op;
     uint16_t stream;    /* placement tag (mqsim's optional sixth column), 0 = untagged */
+    bool     priority;  /* marked time-critical (mqsim's type column, DiskSim's flag 0x2) */
 } NhTraceRec;
 
 typedef struct NhTrace NhTrace;

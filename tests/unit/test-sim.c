@@ -603,6 +603,98 @@ static void test_sim_streams(void)
     g_free(p);
 }
 
+/* The mqsim type column's DiskSim flag TIME_CRITICAL (2: priority write, 3: priority read):
+ * the `priority` member reports the marked requests apart from the others, the engine is told
+ * (NH_REQ_PRIORITY) unless --no-priority, and a trace with no mark has no such member. */
+static void test_sim_priority(void)
+{
+    char *p = write_tmp("0 0 0 8 0\n1000 0 8 8 2\n2000 0 0 8 3\n3000 0 16 8 1\n");
+    char *bad = write_tmp("0 0 0 8 4\n");
+    char *args[] = { "--trace", p, "--format", "mqsim", "--json", "--capacity", "64M",
+                     "--device", "channels=2,ways=1,pages=64", NULL, NULL };
+    char *errs = NULL, *out;
+    int status;
+
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_cmpuint(unit_json_uint(out, "priority.requests"), ==, 2);
+    g_assert_cmpuint(unit_json_uint(out, "priority.latency_ns.priority.read.count"), ==, 1);
+    g_assert_cmpuint(unit_json_uint(out, "priority.latency_ns.priority.write.count"), ==, 1);
+    g_assert_cmpuint(unit_json_uint(out, "priority.latency_ns.other.read.count"), ==, 1);
+    g_assert_cmpuint(unit_json_uint(out, "priority.latency_ns.other.write.count"), ==, 1);
+    /* the classes split the engine's samples: the slowest of them is the engine's maximum */
+    g_assert_cmpfloat(MAX(unit_json_number(out, "priority.latency_ns.priority.read.max"),
+                          unit_json_number(out, "priority.latency_ns.other.read.max")), ==,
+                      unit_json_number(out, "latency_ns.read.max"));
+    g_assert_nonnull(strstr(out, "\"told\" : true"));
+    g_free(out);
+    g_free(errs);
+
+    args[9] = "--no-priority";
+    out = run_sim(args, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_cmpuint(unit_json_uint(out, "priority.requests"), ==, 2);
+    g_assert_nonnull(strstr(out, "\"told\" : false"));
+    g_free(out);
+    g_free(errs);
+
+    args[1] = bad;
+    args[9] = NULL;
+    out = run_sim(args, &status, &errs);
+    g_assert_false(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, ":1: type must be 0 (write), 1 (read), 2 (priority write) "
+                                  "or 3 (priority read)"));
+    g_free(out);
+    g_free(errs);
+    g_unlink(bad);
+    g_free(bad);
+    g_unlink(p);
+    g_free(p);
+}
+
+/* The marks reach the engine: with every request priority, background cleaning never runs
+ * (seed 001: only the critical watermark cleans while priority requests are outstanding), so
+ * every victim is one a host write waited for; unmarked (--no-priority), background cleaning
+ * takes most of them.  sched=fcfs counts a victim as foreground when a write needed it. */
+static void test_sim_priority_defers(void)
+{
+    GString *t = g_string_new(NULL);
+    GRand *r = g_rand_new_with_seed(3);
+    char *p, *errs = NULL, *out;
+    char *args[] = { "--trace", NULL, "--format", "mqsim", "--json", "--fill", "1",
+                     "--capacity", "32M", "--device",
+                     "channels=2,ways=1,pages=64,op=7,sched=fcfs,gc=greedy,gc-low=40,"
+                     "gc-high=50,gc-critical=10", NULL, NULL };
+    int status;
+    uint64_t blocks, fg;
+
+    for (int i = 0; i < 4000; i++) {
+        g_string_append_printf(t, "%" G_GUINT64_FORMAT " 0 %u 8 2\n", (uint64_t)i * 2000000,
+                               g_rand_int_range(r, 0, 8192) * 8);
+    }
+    p = write_tmp(t->str);
+    args[1] = p;
+    for (int told = 1; told >= 0; told--) {
+        args[11] = told ? NULL : "--no-priority";
+        out = run_sim(args, &status, &errs);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        blocks = unit_json_uint(out, "ftl.gc_blocks");
+        fg = unit_json_uint(out, "ftl.gc_foreground_blocks");
+        g_assert_cmpuint(blocks, >, 100);
+        if (told) {
+            g_assert_cmpuint(fg, ==, blocks);
+        } else {
+            g_assert_cmpuint(fg, <, blocks / 2);
+        }
+        g_free(out);
+        g_free(errs);
+    }
+    g_unlink(p);
+    g_free(p);
+    g_rand_free(r);
+    g_string_free(t, TRUE);
+}
+
 /* --fill ends in steady state with background GC done: a short trace after it pays no GC
  * backlog.  Before, 1,000 random 4K writes after --fill 0.9 of 32 GiB on page gave WAF 54.7
  * (303 victims, 53,691 copies that the fill owed); now 1. */
@@ -978,6 +1070,8 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/trace/sim/streams", test_sim_streams);
+    g_test_add_func("/trace/sim/priority", test_sim_priority);
+    g_test_add_func("/trace/sim/priority-defers", test_sim_priority_defers);
     g_test_add_func("/trace/sim/samples", test_sim_samples);
     g_test_add_func("/trace/sim/options", test_sim_options);
     g_test_add_func("/trace/sim/drain", test_sim_drain);

@@ -176,7 +176,7 @@ static void test_malformed(void)
     expect_bad("mqsim", "1 0 0 8 0 x\n", "1", "stream must be");
     expect_bad("mqsim", "1 0 x 8 0\n", "1", "not a non-negative integer");
     expect_bad("mqsim", "1 0 -5 8 0\n", "1", "not a non-negative integer");
-    expect_bad("mqsim", "1 0 0 8 2\n", "1", "type must be 0");
+    expect_bad("mqsim", "1 0 0 8 4\n", "1", "type must be 0");
     expect_bad("mqsim", "\n\n1 0 0 0 1\n", "3", "sectors must be at least 1");
     /* an address out of range is named as such (it was "size must be between 1 and 2^54
      * sectors") */
@@ -253,6 +253,29 @@ static void test_mqsim_stream(void)
     for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
         g_assert_cmpint(nh_trace_next(t, &r, NULL), ==, 1);
         g_assert_cmpuint(r.stream, ==, want[i]);
+    }
+    g_assert_cmpint(nh_trace_next(t, &r, NULL), ==, 0);
+    nh_trace_close(t);
+    g_unlink(p);
+    g_free(p);
+}
+
+/* mqsim's type column is DiskSim's flags: bit 0 read, bit 1 TIME_CRITICAL (a priority
+ * request), with or without a placement tag; a line after a priority one is not priority. */
+static void test_mqsim_priority(void)
+{
+    char *p = write_tmp("1 0 0 8 2\n2 0 8 8 3 5\n3 0 8 8 1\n4 0 16 8 0\n");
+    NhTrace *t = nh_trace_open(p, "mqsim", NULL);
+    const struct { NhOp op; bool priority; } want[] = {
+        { NH_OP_WRITE, true }, { NH_OP_READ, true }, { NH_OP_READ, false },
+        { NH_OP_WRITE, false },
+    };
+    NhTraceRec r;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_assert_cmpint(nh_trace_next(t, &r, NULL), ==, 1);
+        g_assert_cmpint(r.op, ==, want[i].op);
+        g_assert_cmpint(r.priority, ==, want[i].priority);
     }
     g_assert_cmpint(nh_trace_next(t, &r, NULL), ==, 0);
     nh_trace_close(t);
@@ -349,6 +372,7 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/fio", test_fio);
     g_test_add_func("/trace/malformed", test_malformed);
     g_test_add_func("/trace/mqsim-stream", test_mqsim_stream);
+    g_test_add_func("/trace/mqsim-priority", test_mqsim_priority);
     g_test_add_func("/trace/skip-bad", test_skip_bad);
     g_test_add_func("/trace/real/mqsim", test_real_mqsim);
     g_test_add_func("/trace/real/cpcsv", test_real_cpcsv);
