@@ -123,6 +123,7 @@ bench: all guest
 	scripts/bench-dstream
 	scripts/bench-dblog
 	scripts/bench-dblog --icount
+	scripts/bench-seed001
 
 clean:
 	rm -rf $(BUILD)/qemu-build $(BUILD)/guest

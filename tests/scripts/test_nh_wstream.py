@@ -50,4 +50,4 @@ def test_build_names_the_variants():
     r = subprocess.run([os.path.join(REPO, "guest-images", "build"), "--variant", "nosuch"],
                        capture_output=True, text=True)
     assert r.returncode == 1
-    assert "unknown variant 'nosuch' (there are: db, fio341, k510, wstreams)" in r.stderr
+    assert "unknown variant 'nosuch' (there are: db, fio341, k510, postmark, wstreams)" in r.stderr
