@@ -112,15 +112,16 @@ def ratio(a, b):
     return a / b if b else None
 
 
-def informed_ratios(rows):
-    """Per transaction count, discard over nodiscard: pages moved, cleaning time, response."""
+def informed_ratios(rows, key="transactions"):
+    """Per value of @key (the transaction count), discard over nodiscard: pages moved,
+    cleaning time, response time."""
     out = []
-    for n in sorted({r["transactions"] for r in rows}):
-        by = {r["mode"]: r for r in rows if r["transactions"] == n}
+    for n in sorted({r[key] for r in rows}):
+        by = {r["mode"]: r for r in rows if r[key] == n}
         if set(by) != {"discard", "nodiscard"}:
             continue
         d, nd = by["discard"], by["nodiscard"]
-        out.append({"transactions": n,
+        out.append({key: n,
                     "pages_moved": ratio(d["pages_moved"], nd["pages_moved"]),
                     "cleaning_time": ratio(d["cleaning_ns"], nd["cleaning_ns"]),
                     "response_time": ratio(d["response_mean_ns"], nd["response_mean_ns"])})

@@ -96,6 +96,9 @@ def test_informed_ratios():
              "response_mean_ns": 1.0}]
     assert seed001.informed_ratios(rows) == [
         {"transactions": 5000, "pages_moved": 1 / 3, "cleaning_time": 0.6, "response_time": 0.75}]
+    for r in rows:
+        r["cold_mb"] = 48 if r["transactions"] == 5000 else 0
+    assert [r["cold_mb"] for r in seed001.informed_ratios(rows, "cold_mb")] == [48]
 
 
 def read_trace(path):

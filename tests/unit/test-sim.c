@@ -603,11 +603,27 @@ static void test_sim_streams(void)
     g_free(p);
 }
 
+/* The simulator's document for @args, which must replay. */
+static char *sim_json(char **args)
+{
+    char *errs = NULL, *out;
+    int status;
+
+    out = run_sim(args, &status, &errs);
+    if (!g_spawn_check_wait_status(status, NULL)) {
+        g_error("the simulator failed: %s", errs);
+    }
+    g_free(errs);
+    return out;
+}
+
 /* The mqsim type column's DiskSim flag TIME_CRITICAL (2: priority write, 3: priority read):
- * the `priority` member reports the marked requests apart from the others, the engine is told
- * (NH_REQ_PRIORITY) unless --no-priority, and a trace with no mark has no such member. */
+ * the `priority` member reports the marked requests apart from the others, and says whether
+ * the engine was told (not with --no-priority); a type with other bits is refused. */
 static void test_sim_priority(void)
 {
+    static const char *const counts[] = { "priority.read", "priority.write", "other.read",
+                                          "other.write" };
     char *p = write_tmp("0 0 0 8 0\n1000 0 8 8 2\n2000 0 0 8 3\n3000 0 16 8 1\n");
     char *bad = write_tmp("0 0 0 8 4\n");
     char *args[] = { "--trace", p, "--format", "mqsim", "--json", "--capacity", "64M",
@@ -615,31 +631,24 @@ static void test_sim_priority(void)
     char *errs = NULL, *out;
     int status;
 
-    out = run_sim(args, &status, &errs);
-    g_assert_true(g_spawn_check_wait_status(status, NULL));
-    g_assert_cmpuint(unit_json_uint(out, "priority.requests"), ==, 2);
-    g_assert_cmpuint(unit_json_uint(out, "priority.latency_ns.priority.read.count"), ==, 1);
-    g_assert_cmpuint(unit_json_uint(out, "priority.latency_ns.priority.write.count"), ==, 1);
-    g_assert_cmpuint(unit_json_uint(out, "priority.latency_ns.other.read.count"), ==, 1);
-    g_assert_cmpuint(unit_json_uint(out, "priority.latency_ns.other.write.count"), ==, 1);
-    /* the classes split the engine's samples: the slowest of them is the engine's maximum */
-    g_assert_cmpfloat(MAX(unit_json_number(out, "priority.latency_ns.priority.read.max"),
-                          unit_json_number(out, "priority.latency_ns.other.read.max")), ==,
-                      unit_json_number(out, "latency_ns.read.max"));
-    g_assert_nonnull(strstr(out, "\"told\" : true"));
-    g_free(out);
-    g_free(errs);
-
-    args[9] = "--no-priority";
-    out = run_sim(args, &status, &errs);
-    g_assert_true(g_spawn_check_wait_status(status, NULL));
-    g_assert_cmpuint(unit_json_uint(out, "priority.requests"), ==, 2);
-    g_assert_nonnull(strstr(out, "\"told\" : false"));
-    g_free(out);
-    g_free(errs);
+    for (int told = 1; told >= 0; told--) {
+        args[9] = told ? NULL : "--no-priority";
+        out = sim_json(args);
+        g_assert_cmpuint(unit_json_uint(out, "priority.requests"), ==, 2);
+        for (size_t i = 0; i < G_N_ELEMENTS(counts); i++) {
+            char *key = g_strconcat("priority.latency_ns.", counts[i], ".count", NULL);
+            g_assert_cmpuint(unit_json_uint(out, key), ==, 1);
+            g_free(key);
+        }
+        /* the classes split the engine's samples: the slower is the engine's maximum */
+        g_assert_cmpfloat(MAX(unit_json_number(out, "priority.latency_ns.priority.read.max"),
+                              unit_json_number(out, "priority.latency_ns.other.read.max")), ==,
+                          unit_json_number(out, "latency_ns.read.max"));
+        g_assert_nonnull(strstr(out, told ? "\"told\" : true" : "\"told\" : false"));
+        g_free(out);
+    }
 
     args[1] = bad;
-    args[9] = NULL;
     out = run_sim(args, &status, &errs);
     g_assert_false(g_spawn_check_wait_status(status, NULL));
     g_assert_nonnull(strstr(errs, ":1: type must be 0 (write), 1 (read), 2 (priority write) "
@@ -660,12 +669,11 @@ static void test_sim_priority_defers(void)
 {
     GString *t = g_string_new(NULL);
     GRand *r = g_rand_new_with_seed(3);
-    char *p, *errs = NULL, *out;
+    char *p, *out;
     char *args[] = { "--trace", NULL, "--format", "mqsim", "--json", "--fill", "1",
                      "--capacity", "32M", "--device",
                      "channels=2,ways=1,pages=64,op=7,sched=fcfs,gc=greedy,gc-low=40,"
                      "gc-high=50,gc-critical=10", NULL, NULL };
-    int status;
     uint64_t blocks, fg;
 
     for (int i = 0; i < 4000; i++) {
@@ -676,8 +684,7 @@ static void test_sim_priority_defers(void)
     args[1] = p;
     for (int told = 1; told >= 0; told--) {
         args[11] = told ? NULL : "--no-priority";
-        out = run_sim(args, &status, &errs);
-        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        out = sim_json(args);
         blocks = unit_json_uint(out, "ftl.gc_blocks");
         fg = unit_json_uint(out, "ftl.gc_foreground_blocks");
         g_assert_cmpuint(blocks, >, 100);
@@ -687,7 +694,6 @@ static void test_sim_priority_defers(void)
             g_assert_cmpuint(fg, <, blocks / 2);
         }
         g_free(out);
-        g_free(errs);
     }
     g_unlink(p);
     g_free(p);
