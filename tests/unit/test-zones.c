@@ -324,6 +324,7 @@ static void test_flash(void)
     g_assert_cmpuint(unit_stat(e, "host", "unwritten_read_pages"), ==, 124);
     /* 4 pages on 4 planes: each plane's first block started, padded to 16 pages */
     g_assert_cmpint(zact(e, NH_ZONE_FINISH, 0, 3000000), ==, OK);
+    g_assert_cmpuint(zwp(e, 0), ==, ZCAP);
     g_assert_cmpuint(unit_stat(e, "zones", "finish_pad_pages"), ==, 60);
     g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 64);
     unit_check(e);
