@@ -810,6 +810,18 @@ static NhEngine *engine_for(const NhConfig *cfg, uint64_t *capacity, uint64_t ma
     return eng;
 }
 
+/* The device's keys from --device, checked for a zoned trace's needs. */
+static int device_config(NhConfig *cfg)
+{
+    GError *err = NULL;
+
+    nh_config_defaults(cfg);
+    if (!nh_config_parse(cfg, opt_device, &err)) {
+        return fail(err);
+    }
+    return check_zoned(cfg);
+}
+
 int main(int argc, char **argv)
 {
     GOptionContext *ctx = g_option_context_new("- replay a block trace through the SSD engine");
@@ -843,11 +855,7 @@ int main(int argc, char **argv)
     if (r) {
         return r;
     }
-    nh_config_defaults(&cfg);
-    if (!nh_config_parse(&cfg, opt_device, &err)) {
-        return fail(err);
-    }
-    r = check_zoned(&cfg);
+    r = device_config(&cfg);
     if (r) {
         return r;
     }
