@@ -83,7 +83,8 @@ static int parse_zone(NhTraceParse *tr, char **f, uint64_t type, NhTraceRec *rec
  * a sixth field, the write's placement tag (stream identifier, 0 untagged).  The device number
  * is ignored: all devices are folded into one address space (their LBAs overlap).  Zoned
  * traces (docs/simulator.md) add types 2 (zone append), 3 (reset), 4 (finish), 5 (open),
- * 6 (close) and 7 (offline); an action's lba may be `all` (Select All).
+ * 6 (close) and 7 (offline); an action's lba may be `all` (Select All).  Type 8 deallocates
+ * (trim), so that the same workload can delete data on a conventional device.
  */
 int trace_parse_mqsim(NhTraceParse *tr, char *line, NhTraceRec *rec, const char **why)
 {
@@ -117,14 +118,14 @@ int trace_parse_mqsim(NhTraceParse *tr, char *line, NhTraceRec *rec, const char 
         *why = "a field is not a non-negative integer";
         return -1;
     }
-    if (type > 7) {
-        *why = "type must be 0 (write), 1 (read) or a zone operation: 2 (append), 3 (reset), "
-               "4 (finish), 5 (open), 6 (close), 7 (offline)";
+    if (type > 8) {
+        *why = "type must be 0 (write), 1 (read), 8 (trim) or a zone operation: 2 (append), "
+               "3 (reset), 4 (finish), 5 (open), 6 (close), 7 (offline)";
         return -1;
     }
     rec->time_ns = t;
     rec->stream = (uint16_t)stream;
-    if (type >= 2) {
+    if (type >= 2 && type <= 7) {
         return parse_zone(tr, f, type, rec, why);
     }
     if (!to_u64(f[2], 10, &lba) || !to_u64(f[3], 10, &n)) {
@@ -135,7 +136,7 @@ int trace_parse_mqsim(NhTraceParse *tr, char *line, NhTraceRec *rec, const char 
         return -1;
     }
     rec->time_ns = t;
-    rec->op = type ? NH_OP_READ : NH_OP_WRITE;
+    rec->op = type == 8 ? NH_OP_TRIM : type ? NH_OP_READ : NH_OP_WRITE;
     rec->stream = (uint16_t)stream;
     return 1;
 }

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not os.access(SIM, os.X_OK), reason="no simulato
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench-zns")
-    r = subprocess.run([os.path.join(REPO, "scripts", "bench-zns"), "--reads", "600",
+    r = subprocess.run([os.path.join(REPO, "scripts", "bench-zns"), "--reads", "600", "--objects", "96",
                         "--sim", SIM, "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     with open(out / "results.json") as f:
@@ -37,3 +37,17 @@ def test_rows(result):
     assert rows[("one-die", 1)]["read_p99_us"] == rows[("one-die", 0)]["read_p99_us"]
     assert os.path.getsize(out / "read-latency.png") > 0
     assert "p99 x" in stdout
+
+
+def test_waf(result):
+    _, res, stdout = result
+    w = {r["interface"]: r for r in res["waf"]["rows"]}
+    assert sorted(w) == ["streams", "untagged", "zns"]
+    # the same host writes everywhere; ZNS programs each page once and collects nothing
+    assert w["zns"]["host_write_pages"] == w["streams"]["host_write_pages"] \
+        == w["untagged"]["host_write_pages"] == 96 * 1024
+    assert w["zns"]["waf"] == 1.0 and w["zns"]["gc_page_copies"] == 0
+    assert w["zns"]["zone_resets"] == w["streams"]["trim_cmds"] > 0
+    assert w["untagged"]["waf"] > w["streams"]["waf"]
+    assert len({r["device"].split("blocks=")[1] for r in w.values()}) == 1   # one flash
+    assert "WAF" in stdout

@@ -176,7 +176,7 @@ static void test_malformed(void)
     expect_bad("mqsim", "1 0 0 8 0 x\n", "1", "stream must be");
     expect_bad("mqsim", "1 0 x 8 0\n", "1", "not a non-negative integer");
     expect_bad("mqsim", "1 0 -5 8 0\n", "1", "not a non-negative integer");
-    expect_bad("mqsim", "1 0 0 8 8\n", "1", "type must be 0");
+    expect_bad("mqsim", "1 0 0 8 9\n", "1", "type must be 0");
     expect_bad("mqsim", "1 0 0 8 3\n", "1", "a zone action (types 3-7) has 0 sectors");
     expect_bad("mqsim", "1 0 all 8 2\n", "1", "an append (type 2) names its zone");
     expect_bad("mqsim", "1 0 0 0 2\n", "1", "sectors");
@@ -267,12 +267,12 @@ static void test_mqsim_stream(void)
 static void test_mqsim_zones(void)
 {
     char *p = write_tmp("1 0 8192 8 2\n# a comment\n2 0 all 0 3\n3 0 9216 0 4\n4 0 0 0 5\n"
-                        "5 0 0 0 6\n6 0 all 0 7\n7 0 8 8 1\n");
+                        "5 0 0 0 6\n6 0 all 0 7\n7 0 8 8 1\n8 0 8 8 8\n");
     NhTrace *t = nh_trace_open(p, "mqsim", NULL);
     const uint8_t want[] = { NH_TRACE_ZONE_APPEND, NH_ZONE_RESET | NH_TRACE_ZONE_ALL,
                              NH_ZONE_FINISH, NH_ZONE_OPEN, NH_ZONE_CLOSE,
-                             NH_ZONE_OFFLINE_ACT | NH_TRACE_ZONE_ALL, 0 };
-    const uint32_t lines[] = { 1, 3, 4, 5, 6, 7, 8 };
+                             NH_ZONE_OFFLINE_ACT | NH_TRACE_ZONE_ALL, 0, 0 };
+    const uint32_t lines[] = { 1, 3, 4, 5, 6, 7, 8, 9 };
     NhTraceRec r;
 
     for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
@@ -280,6 +280,7 @@ static void test_mqsim_zones(void)
         g_assert_cmpuint(r.zone, ==, want[i]);
         g_assert_cmpuint(r.line, ==, lines[i]);
     }
+    g_assert_cmpint(r.op, ==, NH_OP_TRIM);      /* type 8 */
     g_assert_cmpint(nh_trace_next(t, &r, NULL), ==, 0);
     nh_trace_close(t);
     g_unlink(p);
