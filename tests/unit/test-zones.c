@@ -86,6 +86,9 @@ static void test_geometry(void)
     {
         NhEngine *plain = unit_engine(GEO ",ftl=page", CAP);
         g_assert_cmpuint(nh_engine_config(e)->blocks, ==, nh_engine_config(plain)->blocks + 8);
+        /* the zones count whole in what the geometry offers: no over-provisioning there */
+        g_assert_cmpuint(nh_engine_logical_capacity(e), ==,
+                         nh_engine_logical_capacity(plain) + 8 * ZCAP);
         nh_engine_free(plain);
     }
     unit_check(e);
