@@ -208,6 +208,24 @@ static void print_buffer(JsonObject *cfg, JsonObject *host, JsonObject *buf, Jso
 /* The table: every line but the replay's wall time comes from the document, and
  * scripts/nh/table.py prints the same lines from it (tests/scripts/test_table.py holds them
  * equal). */
+/* The zoned region's line, with zones only. */
+static void print_zones(JsonObject *cfg, JsonObject *z)
+{
+    JsonObject *st = json_object_get_object_member(z, "state");
+
+    if (!strcmp(json_object_get_string_member(cfg, "zones"), "0")) {
+        return;
+    }
+#define I(o, k) ((unsigned long long)json_object_get_int_member(o, k))
+    printf("zones       %s: resets %llu (%llu erases)  finishes %llu (%llu pages padded)  "
+           "appends %llu  refused %llu; now %llu empty, %llu open, %llu closed, %llu full\n",
+           json_object_get_string_member(cfg, "zones"), I(z, "resets"), I(z, "reset_erases"),
+           I(z, "finishes"), I(z, "finish_pad_pages"), I(z, "appends"), I(z, "refused"),
+           I(st, "empty"), I(st, "implicitly_opened") + I(st, "explicitly_opened"),
+           I(st, "closed"), I(st, "full"));
+#undef I
+}
+
 static void print_table(const char *stats, double wall_s)
 {
     JsonParser *p = json_parser_new();
@@ -260,6 +278,7 @@ static void print_table(const char *stats, double wall_s)
                I(ftl, "translation_page_reads"), I(ftl, "translation_page_writes"));
     }
     print_placement(cfg, obj(root, "ftl.placement"));
+    print_zones(cfg, obj(root, "zones"));
     print_buffer(cfg, host, obj(root, "buffer"), obj(root, "cache"));
     if (I(drain, "page_programs") || I(drain, "time_ns")) {
         printf("drain       page programs %llu  erases %llu  gc copies %llu  in %.3f ms (counted "

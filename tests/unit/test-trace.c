@@ -310,6 +310,13 @@ static void test_sim_zones(void)
     g_assert_cmpuint(unit_json_uint(out, "host.write_cmds"), ==, 3);
     g_free(out);
     g_free(errs);
+    {   /* the table has a zones line */
+        char *table[] = { "-d", dev, "-t", p, "-f", "mqsim", "-c", "4M", NULL };
+        out = run_sim(table, &status, &errs);
+        g_assert_nonnull(strstr(out, "zones       8: resets 1 (3 erases)"));
+        g_free(out);
+        g_free(errs);
+    }
     out = run_sim(no_cap, &status, &errs);
     g_assert_false(g_spawn_check_wait_status(status, NULL));
     g_assert_nonnull(strstr(errs, "zones: give the conventional space's size with --capacity"));
