@@ -286,6 +286,8 @@ static void zone_op(Run *r, const uint8_t *o, bool action)
     if (done < r->now) {
         FAIL("zone operation completes at %" PRIu64 ", before it arrived", done);
     }
+    /* the zone written: a full zone's write pointer is the next zone's start */
+    zone = o[3] & 16 ? zone : (uint32_t)((q.offset - nh_engine_zone_base(r->e)) / cap);
     if (!action && (o[3] & 16 || q.op == NH_OP_WRITE) &&
         after[zone].wp != before[zone].wp + len) {
         FAIL("zone %u: a write of %" PRIu64 " moved its write pointer %" PRIu64 " -> %" PRIu64,
