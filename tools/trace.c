@@ -39,8 +39,8 @@ static const NhTraceParseFn parsers[] = {
     trace_parse_blkparse, trace_parse_fio
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(nh_trace_formats) == G_N_ELEMENTS(parsers) + 1);
-/* the simulator keeps up to 2 Mi requests in memory (nvme-hybrid-sim.c): the priority flag
- * lives in what was padding */
+/* the simulator keeps up to 2 Mi requests in memory (nvme-hybrid-sim.c): the priority flag is
+ * a bit of op's byte */
 G_STATIC_ASSERT(sizeof(NhTraceRec) == 32);
 
 static ssize_t gz_cookie_read(void *c, char *buf, size_t size)
@@ -270,6 +270,8 @@ int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp)
         } else {
             rec->stream = 0;
             rec->priority = false;
+            rec->zone = 0;
+            rec->line = (uint32_t)MIN(t->p.lineno, UINT32_MAX);
             r = t->parse(&t->p, line, rec, &why);
         }
         if (r < 0 && t->skip_bad) {

@@ -651,8 +651,8 @@ static void test_sim_priority(void)
     args[1] = bad;
     out = run_sim(args, &status, &errs);
     g_assert_false(g_spawn_check_wait_status(status, NULL));
-    g_assert_nonnull(strstr(errs, ":1: type must be 0 (write), 1 (read), 2 (priority write) "
-                                  "or 3 (priority read)"));
+    g_assert_nonnull(strstr(errs, ":1: type must be 0 (write), 1 (read), 2 (priority write), "
+                                  "3 (priority read), trim"));
     g_free(out);
     g_free(errs);
     g_unlink(bad);
