@@ -123,6 +123,7 @@ bench: all guest
 	scripts/bench-dstream
 	scripts/bench-dblog
 	scripts/bench-dblog --icount
+	scripts/bench-warp
 
 clean:
 	rm -rf $(BUILD)/qemu-build $(BUILD)/guest
