@@ -167,3 +167,21 @@ def tag_waf(before, after):
         if host > 0:
             out[tag] = (host, copies, 1 + copies / host)
     return out
+
+
+def job_names(text):
+    """The job file's jobs in order ([global] is not one): fio numbers its logs by this order,
+    from 1 (write_bw_log=X gives X_bw.N.log for the Nth job)."""
+    names = re.findall(r"^\[([^\]]+)\]", text, re.MULTILINE)
+    return [n for n in names if n != "global"]
+
+
+def bandwidth(log_text, tail=1 / 3):
+    """Mean MB/s of a fio bandwidth log (time ms, KiB/s, ...) over its last `tail` of time."""
+    rows = [line.split(",") for line in log_text.splitlines() if line.strip()]
+    pts = [(int(r[0]), int(r[1])) for r in rows]
+    if not pts:
+        return None
+    cut = pts[-1][0] - tail * pts[-1][0]
+    last = [kib for t, kib in pts if t >= cut]
+    return sum(last) / len(last) * 1024 / 1e6

@@ -84,6 +84,14 @@ def test_curve_and_steady_state():
     assert warp.steady(s[:1]) is None
 
 
+def test_job_names_and_bandwidth():
+    assert warp.job_names(JOB) == ["seq", "rand"]
+    log = "100, 1000, 1, 0, 0\n200, 3000, 1, 0, 0\n300, 5000, 1, 0, 0\n"
+    assert warp.bandwidth(log) == 4000 * 1024 / 1e6  # the last third of 300 ms: t >= 200
+    assert warp.bandwidth(log, tail=1) == 3000 * 1024 / 1e6
+    assert warp.bandwidth("") is None
+
+
 def test_tag_waf():
     before = {"ftl": {"placement": {"host_pages": {"0": 10, "1": 5}, "gc_copies": {"0": 2}}}}
     after = {"ftl": {"placement": {"host_pages": {"0": 110, "1": 5, "2": 50},
@@ -97,6 +105,9 @@ def fake_run(root, name, hw):
     text = "".join(sample(f"10:00:{i:02d}", h, m) for i, (h, m) in enumerate(hw))
     (d / "waf_1sec.txt").write_text(text)
     (d / "fio.txt").write_text("seq: (groupid=0, jobs=1): err= 0: pid=1\n")
+    (d / "x_bw.2.log").write_text("100, 2000, 1, 0, 0\n200, 2000, 1, 0, 0\n")
+    (root / "jobs").mkdir(exist_ok=True)
+    (root / "jobs" / name).write_text(JOB)
     for i, pages in enumerate((0, 100, 200)):
         doc = {"ftl": {"placement": {"host_pages": {"1": pages}, "gc_copies": {"1": pages // 4}}}}
         (d / f"tags-{i:04d}.json").write_text(json.dumps(doc))
@@ -115,6 +126,7 @@ def test_from_previous_run(tmp_path):
     doc = json.loads((tmp_path / "warp.json").read_text())
     ours = doc["results"]["2s-10p.fdp"]["ours"]
     assert ours["steady"] == 2.0 and ours["handles"]["1"]["waf"] == 1.25
+    assert ours["jobs_mb_s"] == {"rand": 2000 * 1024 / 1e6}
     assert (tmp_path / "warp.png").stat().st_size > 0
 
 
