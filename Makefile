@@ -124,6 +124,8 @@ bench: all guest
 	scripts/bench-dblog
 	scripts/bench-dblog --icount
 	scripts/bench-seed001
+	scripts/bench-warp
+	scripts/bench-zns
 
 clean:
 	rm -rf $(BUILD)/qemu-build $(BUILD)/guest
