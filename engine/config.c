@@ -59,6 +59,10 @@ static const NhConfigKey device_keys[] = {
       "block erase time (tBERS); auto = the cell preset" },
     { "channel-mbps", NH_KEY_UINT, F(channel_mbps), "800", 1, 100000, NULL, false,
       "channel bus bandwidth in MB/s (10^6 bytes per second)" },
+    { "host-mbps", NH_KEY_UINT, F(host_mbps), "0", 0, 1000000, NULL, false,
+      "host interface (PCIe link) bandwidth each way in MB/s: a read's data leaves after its "
+      "flash read, a write's arrives before it, one transfer at a time each way; 0 = not "
+      "modelled (data moves at no cost)" },
     { "pe-cycles", NH_KEY_UINT, F(pe_cycles), "auto", 1, 10000000, NULL, true,
       "rated program/erase cycles per block; auto = the cell preset" },
     { "one-shot", NH_KEY_ENUM, F(one_shot), "off", 0, 0, switch_names, false,

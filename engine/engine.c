@@ -628,6 +628,18 @@ void nh_engine_prefetch(const NhEngine *eng, uint64_t offset, bool deep)
     }
 }
 
+/* @bytes over the host link (host-mbps) one way, from @ready, after what is booked on it;
+ * when they have crossed.  Booked in submission order: a busy link serves its transfers first
+ * come first served, as NVMeVirt's PCIe model does. */
+static uint64_t host_link(const NhEngine *eng, uint64_t *free, uint64_t ready, uint64_t bytes)
+{
+    if (!eng->cfg.host_mbps) {
+        return ready;
+    }
+    *free = MAX(*free, ready) + (bytes * 1000 + eng->cfg.host_mbps - 1) / eng->cfg.host_mbps;
+    return *free;
+}
+
 bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
                       GError **errp)
 {
@@ -667,14 +679,14 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
         t = eng->buf ? nh_buf_read(eng->buf, lpn, n, req->offset, req->length, now)
                      : eng->ops->read(eng->ftl, lpn, n, now);
         tu = unwritten_reads(eng, lpn, n, now);     /* once: MAX() evaluates twice */
-        t = MAX(t, tu);
+        t = host_link(eng, &eng->link_out_free, MAX(t, tu), req->length);
         eng->stats.host_read_cmds++;
         eng->stats.host_read_bytes += req->length;
         nh_hist_add(&eng->stats.lat_read, t - now);
         break;
     }
     case NH_OP_WRITE:
-        t = do_write(eng, req, now, true);
+        t = do_write(eng, req, host_link(eng, &eng->link_in_free, now, req->length), true);
         eng->stats.host_write_cmds++;
         eng->stats.host_write_bytes += req->length;
         eng->stats.host_write_pages += (req->offset + req->length - 1) / ps - req->offset / ps + 1;

@@ -23,6 +23,7 @@
                        "TLC configurations"
 #define ASSUMED_ERASE "assumed: no tBERS is published; the tlc cell preset's 3 ms " \
                       "(SimpleSSD, docs/engine.md)"
+#define PCIE4 "PCIe 4.0 x4 (published): 4 lanes x 16 GT/s x 128/130, before packet overhead"
 #define NVMEVIRT "NVMeVirt (Kim et al., FAST'23) ssd_config.h, BASE_SSD=SAMSUNG_970PRO"
 
 static const NhPresetValue pm9a3_values[] = {
@@ -42,13 +43,14 @@ static const NhPresetValue pm9a3_values[] = {
     { "channel-mbps", "1400", "Samsung, 5th-generation V-NAND (newsroom, 2018-07-10): Toggle "
       "DDR 4.0 at 1.4 Gb/s per pin, 8 pins; V6 is at least as fast" },
     { "op", "12", "derived: 128 dies x 512 Gb = 8 TiB of flash for 7.68 TB" },
+    { "host-mbps", "7877", PCIE4 },
     { NULL, NULL, NULL }
 };
 
 static const NhPreset pm9a3 = {
     "pm9a3", "Samsung PM9A3 U.2 7.68 TB (MZQL27T6HBLA), PCIe 4.0 x4, V6 TLC, datacenter",
     "its capacitor-backed DRAM write cache is not in the preset (add stripe-merge=on or "
-    "buffer=lru,buffer-volatile=off); nor is its PCIe 4.0 x4 link (6.5 GB/s published)",
+    "buffer=lru,buffer-volatile=off)",
     pm9a3_values,
 };
 
@@ -70,13 +72,14 @@ static const NhPresetValue pro970_values[] = {
       "mlc cell preset's 1.5 ms" },
     { "channel-mbps", "800", NVMEVIRT ": NAND_CHANNEL_BANDWIDTH 800 MB/s" },
     { "op", "7", NVMEVIRT ": OP_AREA_PERCENT 0.07" },
+    { "host-mbps", "3360", NVMEVIRT ": PCIE_BANDWIDTH 3,360 MB/s" },
     { NULL, NULL, NULL }
 };
 
 static const NhPreset pro970 = {
     "970pro", "Samsung 970 PRO (512 GB), PCIe 3.0 x4, 64-layer MLC V-NAND, as NVMeVirt "
     "calibrated it (NVMeVirt's values, not Samsung's)",
-    "not modelled: NVMeVirt's PCIe bandwidth (3,360 MB/s), firmware latencies (21.5 us a 4 KiB "
+    "not modelled: NVMeVirt's firmware latencies (21.5 us a 4 KiB "
     "read, 4 + 0.46 us a write) and 1 MiB early-completion write buffer",
     pro970_values,
 };
@@ -96,6 +99,7 @@ static const NhPresetValue sz985_values[] = {
       "800 MB/s" },
     { "op", "27", "derived: 128 dies x 64 Gb = 1 TiB of flash for 800 GB (30 drive writes a "
       "day, published, need a large spare area)" },
+    { "host-mbps", "3200", "seed 004's test bed: PCIe Gen.3 x4 (3.2 GB/s)" },
     { NULL, NULL, NULL }
 };
 
@@ -123,6 +127,8 @@ static const NhPresetValue pm9d3a_values[] = {
     { "channel-mbps", "2400", "Samsung, 8th-generation V-NAND mass production (newsroom, "
       "2022-11): 2.4 Gb/s per pin, 8 pins" },
     { "op", "12", "derived: 64 dies x 1 Tb = 8 TiB of flash for 7.68 TB" },
+    { "host-mbps", "15754", "PCIe 5.0 x4 (published): 4 lanes x 32 GT/s x 128/130, before "
+      "packet overhead" },
     { NULL, NULL, NULL }
 };
 
@@ -130,7 +136,7 @@ static const NhPreset pm9d3a = {
     "pm9d3a", "Samsung PM9D3a U.2 7.68 TB, PCIe 5.0 x4, V8 TLC, Flexible Data Placement "
     "(fdp=on is the device's own property)",
     "its capacitor-backed DRAM write cache is not in the preset (a write buffer turns "
-    "placement, hence fdp=on, off); nor is its PCIe 5.0 x4 link (12 GB/s published)",
+    "placement, hence fdp=on, off)",
     pm9d3a_values,
 };
 

@@ -68,6 +68,7 @@ typedef struct NhConfig {
     uint64_t t_prog;
     uint64_t t_erase;
     uint32_t channel_mbps;  /* channel bus bandwidth, MB/s (10^6 bytes) */
+    uint32_t host_mbps;     /* host interface (PCIe link) each way, MB/s; 0 = not modelled */
     uint32_t pe_cycles;     /* rated program/erase cycles; 0 = the cell preset's value */
     NhSwitch one_shot;      /* tlc: the 3 pages of a word line in one program operation */
     /* FTL */
