@@ -26,9 +26,9 @@ struct NhEngine {
     NhParts         parts;          /* those settings and the parts' counters */
     uint64_t        last_now;
     uint64_t        priority_until; /* completion of the latest priority request */
-    /* host-mbps: when the link is free of the transfers booked on it, device to host (reads)
-     * and host to device (writes) */
-    uint64_t        link_out_free, link_in_free;
+    /* host-mbps: the transfers booked on the link that have not ended by the latest arrival,
+     * [start, end) pairs in time order, device to host (reads) and host to device (writes) */
+    GArray         *link_out, *link_in;
 };
 
 /*
