@@ -25,8 +25,14 @@ static const char *const switch_names[] = { "off", "on", NULL };
 #define MS 1000000ull     /* in ns */
 #define SEC 1000000000ull
 
-/* NAND and FTL keys of every device */
+/* NAND and FTL keys of every device; preset first, as what the others start from */
 static const NhConfigKey device_keys[] = {
+    { "preset", NH_KEY_STRING, F(preset), NH_PRESET_DEFAULT, 0, 0, nh_preset_names, false,
+      "a real drive whose values the keys not given take, whatever their order: pm9a3 "
+      "(Samsung PM9A3, TLC, the default), 970pro (Samsung 970 PRO as NVMeVirt calibrated it), "
+      "sz985 (Samsung SZ985, Z-NAND), pm9d3a (Samsung PM9D3a, TLC, FDP), none (every key its "
+      "own default: 8 channels x 4 SLC chips, 4 KiB pages); values and sources: "
+      "nvme-hybrid-sim --list-presets, docs/presets.md" },
     { "channels", NH_KEY_UINT, F(channels), "8", 1, 64, NULL, false,
       "flash channels (independent buses)" },
     { "ways", NH_KEY_UINT, F(ways), "4", 1, 32, NULL, false,
@@ -40,7 +46,7 @@ static const NhConfigKey device_keys[] = {
     { "pages", NH_KEY_UINT, F(pages), "256", 4, 4096, NULL, false,
       "pages per block" },
     { "page-size", NH_KEY_SIZE, F(page_size), "4K", 4096, NH_PAGE_SIZE_MAX, NULL, false,
-      "flash page size: 4K, 8K or 16K" },
+      "flash page size: 4K, 8K, 16K or 32K" },
     { "op", NH_KEY_UINT, F(op), "7", 1, 50, NULL, false,
       "over-provisioning, percent of the physical capacity kept spare" },
     { "cell", NH_KEY_ENUM, F(cell), "slc", 0, 0, cell_names, false,
@@ -53,6 +59,10 @@ static const NhConfigKey device_keys[] = {
       "block erase time (tBERS); auto = the cell preset" },
     { "channel-mbps", NH_KEY_UINT, F(channel_mbps), "800", 1, 100000, NULL, false,
       "channel bus bandwidth in MB/s (10^6 bytes per second)" },
+    { "host-mbps", NH_KEY_UINT, F(host_mbps), "0", 0, 1000000, NULL, false,
+      "host interface (PCIe link) bandwidth each way in MB/s: a read's data leaves after its "
+      "flash read, a write's arrives before it, one transfer at a time each way; 0 = not "
+      "modelled (data moves at no cost)" },
     { "pe-cycles", NH_KEY_UINT, F(pe_cycles), "auto", 1, 10000000, NULL, true,
       "rated program/erase cycles per block; auto = the cell preset" },
     { "one-shot", NH_KEY_ENUM, F(one_shot), "off", 0, 0, switch_names, false,
@@ -177,6 +187,7 @@ static const KeyList *all_keys(void)
         }
         append_keys(a, front_end_keys, G_N_ELEMENTS(front_end_keys), NULL, NULL);
         list.n = a->len;
+        g_assert(list.n <= NH_CONFIG_MAX_KEYS);
         list.keys = (NhConfigKey *)(void *)g_array_free(a, FALSE);
         list.by_name = g_hash_table_new(g_str_hash, g_str_equal);
         for (size_t i = 0; i < list.n; i++) {
@@ -206,6 +217,42 @@ const NhConfigKey *nh_config_find(const char *key)
     return g_hash_table_lookup(all_keys()->by_name, key);
 }
 
+static size_t key_index(const NhConfigKey *k)
+{
+    return (size_t)(k - all_keys()->keys);
+}
+
+static bool given(const NhConfig *cfg, const NhConfigKey *k)
+{
+    size_t i = key_index(k);
+
+    return cfg->given[i / 64] >> (i % 64) & 1;
+}
+
+/* Every key the user has not given takes the preset's value, or its own default where the
+ * preset has none: so a preset set after a key keeps it, and a second preset replaces all of
+ * the first. */
+static void apply_preset(NhConfig *cfg)
+{
+    const NhPreset *p = nh_preset_find(cfg->preset);
+
+    for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        const NhConfigKey *k = nh_config_key(i);
+        if (!given(cfg, k) && strcmp(k->name, "preset")) {
+            bool ok = nh_key_set(cfg, k, k->defval, NULL);
+            g_assert(ok);   /* the table's own defaults must parse */
+        }
+    }
+    for (const NhPresetValue *v = p ? p->values : NULL; v && v->key; v++) {
+        const NhConfigKey *k = nh_config_find(v->key);
+        g_assert(k);        /* test-config checks every preset's keys and values */
+        if (!given(cfg, k)) {
+            bool ok = nh_key_set(cfg, k, v->value, NULL);
+            g_assert(ok);
+        }
+    }
+}
+
 bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **errp)
 {
     const NhConfigKey *k = nh_config_find(key);
@@ -224,17 +271,27 @@ bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **e
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "%s: empty value", key);
         return false;
     }
-    return nh_key_set(cfg, k, value, errp);
+    if (!nh_key_set(cfg, k, value, errp)) {
+        return false;
+    }
+    if (!strcmp(k->name, "preset")) {
+        apply_preset(cfg);
+    } else {
+        cfg->given[key_index(k) / 64] |= 1ull << (key_index(k) % 64);
+    }
+    return true;
 }
 
 
 void nh_config_defaults(NhConfig *cfg)
 {
+    const NhConfigKey *preset = nh_config_find("preset");
+    bool ok;
+
     memset(cfg, 0, sizeof(*cfg));
-    for (size_t i = 0; i < nh_config_nkeys(); i++) {
-        bool ok = nh_config_set(cfg, nh_config_key(i)->name, nh_config_key(i)->defval, NULL);
-        g_assert(ok);   /* the table's own defaults must parse */
-    }
+    ok = nh_key_set(cfg, preset, preset->defval, NULL);
+    g_assert(ok);
+    apply_preset(cfg);
 }
 
 bool nh_config_parse(NhConfig *cfg, const char *text, GError **errp)

@@ -29,6 +29,9 @@ struct NhEngine {
     uint64_t        zone_base;      /* its first byte: the capacity, rounded up to a page */
     uint64_t        last_now;
     uint64_t        priority_until; /* completion of the latest priority request */
+    /* host-mbps: the transfers booked on the link that have not ended by the latest arrival,
+     * [start, end) pairs in time order, device to host (reads) and host to device (writes) */
+    GArray         *link_out, *link_in;
 };
 
 /*
@@ -104,6 +107,12 @@ bool nh_engine_zoned_submit(NhEngine *eng, const NhRequest *req, uint64_t now, u
 
 /* The host counters of a request that arrived at @now and completes at @t. */
 void nh_engine_count_host(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t t);
+/* @bytes over one direction of the host link (host-mbps), ready at @ready: when they have
+ * crossed; *slot says where the booking went, for nh_engine_host_unbook() when the request
+ * is refused after all (the model is unchanged by a refused request). */
+uint64_t nh_engine_host_link(NhEngine *eng, GArray *link, uint64_t ready, uint64_t bytes,
+                             guint *slot);
+void nh_engine_host_unbook(GArray *link, guint slot);
 
 /* Hash of everything that shapes the saved state: geometry, FTL, cell, capacity. */
 uint64_t nh_engine_state_hash(const NhEngine *eng);

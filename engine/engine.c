@@ -370,6 +370,8 @@ NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
         return NULL;
     }
     eng = g_new0(NhEngine, 1);
+    eng->link_out = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    eng->link_in = g_array_new(FALSE, FALSE, sizeof(uint64_t));
     decode_parts(eng, &c);
     if (!resolve_with_zones(&c, &eng->parts, capacity, &lpages, errp)) {
         nh_engine_free(eng);
@@ -402,6 +404,8 @@ void nh_engine_free(NhEngine *eng)
         }
         nh_nand_free(eng->nand);
         nh_parts_free(eng->settings);
+        g_array_unref(eng->link_out);
+        g_array_unref(eng->link_in);
         g_free(eng);
     }
 }
@@ -687,6 +691,50 @@ void nh_engine_prefetch(const NhEngine *eng, uint64_t offset, bool deep)
     }
 }
 
+/* @bytes over one direction of the host link (host-mbps) in the first gap from @ready long
+ * enough for them; when they have crossed.  A gap, not the end of what is booked: a read
+ * submitted later whose flash read ends sooner crosses first (booked after the others, reads
+ * of a deep queue waited for each other's later transfers, 427k -> 315k IOPS at QD 32 on
+ * pm9a3).  Transfers that ended before the latest arrival are dropped: nothing is booked
+ * before it any more, so the list holds about what is in flight. */
+uint64_t nh_engine_host_link(NhEngine *eng, GArray *link, uint64_t ready, uint64_t bytes,
+                             guint *slot)
+{
+    uint64_t x, start = ready;
+    guint i = 0, old = 0;
+
+    *slot = G_MAXUINT;
+    if (!eng->cfg.host_mbps) {
+        return ready;
+    }
+    x = (bytes * 1000 + eng->cfg.host_mbps - 1) / eng->cfg.host_mbps;
+    while (old < link->len / 2 && g_array_index(link, uint64_t, 2 * old + 1) <= eng->last_now) {
+        old++;
+    }
+    g_array_remove_range(link, 0, 2 * old);
+    for (; i < link->len / 2; i++) {
+        uint64_t s = g_array_index(link, uint64_t, 2 * i), e = g_array_index(link, uint64_t,
+                                                                            2 * i + 1);
+        if (start + x <= s) {
+            break;
+        }
+        start = MAX(start, e);
+    }
+    *slot = 2 * i;
+    g_array_insert_val(link, 2 * i, start);
+    x += start;
+    g_array_insert_val(link, 2 * i + 1, x);
+    return x;
+}
+
+/* A refused request gives back the link time host_link() booked for it at @slot. */
+void nh_engine_host_unbook(GArray *link, guint slot)
+{
+    if (slot != G_MAXUINT) {
+        g_array_remove_range(link, slot, 2);
+    }
+}
+
 /* The model of a checked request on the conventional space; when it completes. */
 static uint64_t model_request(NhEngine *eng, const NhRequest *req, uint64_t now)
 {
@@ -759,7 +807,8 @@ void nh_engine_count_host(NhEngine *eng, const NhRequest *req, uint64_t now, uin
 bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
                       GError **errp)
 {
-    uint64_t t = now;
+    uint64_t t = now, arrive;
+    guint slot = G_MAXUINT;
     bool defer, zoned = false;
 
     if (now > NH_TIME_MAX) {
@@ -789,10 +838,18 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
     defer = (req->flags & NH_REQ_PRIORITY) || now < eng->priority_until;
     eng->ops->background(eng->ftl, now, defer);
 
+    /* the host link (host-mbps): a write's data crosses it before the device can program it,
+     * a read's after the flash read */
+    arrive = req->op == NH_OP_WRITE
+             ? nh_engine_host_link(eng, eng->link_in, now, req->length, &slot) : now;
     if (!zoned) {
-        t = model_request(eng, req, now);
-    } else if (!nh_engine_zoned_submit(eng, req, now, &t, errp)) {
+        t = model_request(eng, req, arrive);
+    } else if (!nh_engine_zoned_submit(eng, req, arrive, &t, errp)) {
+        nh_engine_host_unbook(eng->link_in, slot);
         return false;
+    }
+    if (req->op == NH_OP_READ) {
+        t = nh_engine_host_link(eng, eng->link_out, t, req->length, &slot);
     }
     nh_engine_count_host(eng, req, now, t);
     *done = eng->cfg.latency == NH_LATENCY_ZERO ? now : t;

@@ -619,6 +619,10 @@ bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clea
     nh_nand_clock_reset(eng->nand);
     eng->nand->violations = 0;
     eng->priority_until = 0;
+    if (eng->link_out) {
+        g_array_set_size(eng->link_out, 0);
+        g_array_set_size(eng->link_in, 0);
+    }
     eng->last_now = 0;
     if (fe) {
         *fe = g_bytes_ref(blob);

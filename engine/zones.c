@@ -131,7 +131,8 @@ bool nh_engine_zone_append(NhEngine *eng, uint32_t zone, uint64_t length, uint32
                            uint64_t now, uint64_t *offset, uint64_t *done, GError **errp)
 {
     NhRequest req = { .op = NH_OP_WRITE, .flags = flags, .length = length };
-    uint64_t in = 0, t;
+    uint64_t in = 0, t, at;
+    guint slot = G_MAXUINT;
 
     if (no_zones(eng, errp) || !check_now(now, errp)) {
         return false;
@@ -141,7 +142,9 @@ bool nh_engine_zone_append(NhEngine *eng, uint32_t zone, uint64_t length, uint32
         return false;
     }
     arrive(eng, now);
-    if (!nh_zoned_write(eng->zoned, zone, &in, length, true, now, &t, errp)) {
+    at = nh_engine_host_link(eng, eng->link_in, now, length, &slot);
+    if (!nh_zoned_write(eng->zoned, zone, &in, length, true, at, &t, errp)) {
+        nh_engine_host_unbook(eng->link_in, slot);
         return false;
     }
     req.offset = eng->zone_base + (uint64_t)zone * eng->zoned->cap + in;

@@ -175,10 +175,9 @@ static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, 
         g_free(hi);
         return false;
     }
-    if (k->type == NH_KEY_SIZE && k->offset == offsetof(NhConfig, page_size) &&
-        v != 4096 && v != 8192 && v != 16384) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "page-size: must be 4K, 8K or 16K, got %s",
-                    value);
+    if (k->type == NH_KEY_SIZE && k->offset == offsetof(NhConfig, page_size) && (v & (v - 1))) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "page-size: must be 4K, 8K, 16K or 32K, got %s", value);
         return false;
     }
     *out = v;

@@ -37,14 +37,22 @@ typedef enum NhBufMedia { NH_BUF_DRAM, NH_BUF_STTMRAM, NH_BUF_CUSTOM } NhBufMedi
 typedef enum NhBufVolatile { NH_BUF_VOLATILE_AUTO, NH_BUF_VOLATILE_ON, NH_BUF_VOLATILE_OFF } NhBufVolatile;
 typedef enum NhSwitch { NH_OFF, NH_ON } NhSwitch;
 
-/* The ranges of the page-size and blocks keys, which the engine's sizing messages name too. */
-#define NH_PAGE_SIZE_MAX 16384
+/* The ranges of the page-size and blocks keys, which the engine's sizing messages name too
+ * (32K: the page NVMeVirt's Samsung 970 PRO calibration assumes, engine/presets.c). */
+#define NH_PAGE_SIZE_MAX 32768
 #define NH_BLOCKS_MAX    (1u << 24)
 
 /* Room for every policy's keys together (nh_config_key() asserts that they fit). */
 #define NH_CONFIG_POLICY_SLOTS 48
+/* Room for a bit per key (nh_config_key() asserts that they fit). */
+#define NH_CONFIG_MAX_KEYS 256
 
 typedef struct NhConfig {
+    /* the real drive whose values the keys not given take (engine/presets.c); "none": the
+     * keys' own defaults */
+    char     preset[16];
+    /* a bit per key (nh_config_key()'s index): set by a user, so a preset leaves it alone */
+    uint64_t given[NH_CONFIG_MAX_KEYS / 64];
     /* NAND geometry */
     uint32_t channels;
     uint32_t ways;          /* chips per channel */
@@ -60,6 +68,7 @@ typedef struct NhConfig {
     uint64_t t_prog;
     uint64_t t_erase;
     uint32_t channel_mbps;  /* channel bus bandwidth, MB/s (10^6 bytes) */
+    uint32_t host_mbps;     /* host interface (PCIe link) each way, MB/s; 0 = not modelled */
     uint32_t pe_cycles;     /* rated program/erase cycles; 0 = the cell preset's value */
     NhSwitch one_shot;      /* tlc: the 3 pages of a word line in one program operation */
     /* FTL */
@@ -113,10 +122,12 @@ typedef struct NhConfigKey {
 size_t nh_config_nkeys(void);
 const NhConfigKey *nh_config_key(size_t i);
 
-/* Fill @cfg with every key's default. */
+/* Fill @cfg with every key's default: the default preset's value where it has one. */
 void nh_config_defaults(NhConfig *cfg);
 
-/* Set one key from text.  Errors name the key and say why. */
+/* Set one key from text.  Errors name the key and say why.  A key set here is the user's: a
+ * preset, set before or after it, leaves it as given.  Setting preset gives every other key
+ * not given the drive's value (or its own default where the drive has none). */
 bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **errp);
 
 /* Parse "key=value,key=value" (an empty string is fine) over what @cfg already holds. */
@@ -151,6 +162,29 @@ static inline double nh_key_fraction(uint64_t value)
 /* A size as size keys take it: a number (decimal or 0x hex) with an optional K, M, G or T suffix
  * (powers of 1024, also as KiB or KB); false for anything else or an overflow. */
 bool nh_config_parse_size(const char *text, uint64_t *bytes);
+
+/* Presets of real drives (engine/presets.c): each a set of key values, every one with where
+ * it comes from (a specification sheet, a paper, an emulator's published calibration) or why
+ * it is assumed. */
+typedef struct NhPresetValue {
+    const char *key, *value, *source;
+} NhPresetValue;
+
+typedef struct NhPreset {
+    const char *name;
+    const char *drive;      /* the drive it describes, in a line */
+    const char *note;       /* what it leaves out, or NULL */
+    const NhPresetValue *values;    /* ends with a NULL key */
+} NhPreset;
+
+/* The preset a device without preset= gets. */
+#define NH_PRESET_DEFAULT "pm9a3"
+
+/* The presets in a fixed order, NULL-terminated; their names, NULL-terminated (the preset
+ * key's choices, "none" last). */
+extern const NhPreset *const nh_presets[];
+extern const char *const nh_preset_names[];
+const NhPreset *nh_preset_find(const char *name);
 
 /* The page program time of @cell's preset in ns (what t-prog=auto means for it). */
 uint64_t nh_config_cell_t_prog(NhCell cell);

@@ -39,6 +39,7 @@ static gboolean opt_no_drain = FALSE;
 static gboolean opt_sort = FALSE;
 static gboolean opt_no_priority = FALSE;
 static gboolean opt_list_keys = FALSE;
+static gboolean opt_list_presets = FALSE;
 static gboolean opt_version = FALSE;
 static gdouble opt_fill = 0;
 static gint opt_qd = 0;
@@ -79,6 +80,9 @@ static GOptionEntry entries[] = {
       "the document still reports them apart): priority-unaware cleaning", NULL },
     { "list-keys", 0, 0, G_OPTION_ARG_NONE, &opt_list_keys,
       "print every device property (key, values, default, meaning) and exit", NULL },
+    { "list-presets", 0, 0, G_OPTION_ARG_NONE, &opt_list_presets,
+      "print the presets of real drives (preset=NAME), each value with its source, and exit",
+      NULL },
     { "skip-bad", 0, 0, G_OPTION_ARG_NONE, &opt_skip_bad,
       "count and report malformed trace lines instead of failing on the first", NULL },
     { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version,
@@ -449,16 +453,48 @@ static bool first_pass(NhTrace *tr, Scan *sc, GError **errp)
     return true;
 }
 
-/* --list-keys: the keys of -device nvme-hybrid (its help lists the same, with the same text). */
+/* --list-keys: the keys of -device nvme-hybrid (its help lists the same, with the same text).
+ * The default is what a device without keys has: the default preset's value, where it sets
+ * the key, and then the key's own default is said too. */
 static void list_keys(void)
 {
+    NhConfig cfg, own;
+
+    nh_config_defaults(&cfg);
+    nh_config_defaults(&own);
+    nh_config_set(&own, "preset", "none", NULL);
     for (size_t i = 0; i < nh_config_nkeys(); i++) {
         const NhConfigKey *k = nh_config_key(i);
         char *values = nh_config_key_values(k);
+        char *def = nh_key_get(&cfg, k), *own_def = nh_key_get(&own, k);
 
-        printf("%s\n    %s; default %s\n    %s\n", k->name, values, k->defval, k->help);
+        printf("%s\n    %s; default %s\n    %s", k->name, values, def, k->help);
+        if (strcmp(k->name, "preset") && strcmp(def, own_def)) {
+            printf(" (the default is preset %s's; preset=none: %s)", cfg.preset, own_def);
+        }
+        printf("\n");
+        g_free(def);
+        g_free(own_def);
         g_free(values);
     }
+}
+
+/* --list-presets: each drive, then each of its values with where it comes from. */
+static void list_presets(void)
+{
+    for (size_t i = 0; nh_presets[i]; i++) {
+        const NhPreset *p = nh_presets[i];
+
+        printf("%s%s\n    %s\n", p->name,
+               strcmp(p->name, NH_PRESET_DEFAULT) ? "" : " (default)", p->drive);
+        for (const NhPresetValue *v = p->values; v->key; v++) {
+            printf("    %s=%s\n        %s\n", v->key, v->value, v->source);
+        }
+        if (p->note) {
+            printf("    not in the preset: %s\n", p->note);
+        }
+    }
+    printf("none\n    no drive: every key its own default (--list-keys with preset=none)\n");
 }
 
 /* The options' own checks, and --capacity parsed: 0 to go on, else the exit status. */
@@ -878,8 +914,8 @@ int main(int argc, char **argv)
         printf("nvme-hybrid-sim %s\n", NH_VERSION);
         return 0;
     }
-    if (opt_list_keys) {
-        list_keys();
+    if (opt_list_keys || opt_list_presets) {
+        opt_list_keys ? list_keys() : list_presets();
         return 0;
     }
     r = check_options(&capacity);

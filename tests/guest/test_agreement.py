@@ -52,7 +52,7 @@ import subprocess
 
 import pytest
 
-from conftest import check, counters, delta, load_json, stats, vm
+from conftest import TEST_KEYS, check, counters, delta, load_json, stats, vm
 from nh import paths
 
 SIM = paths.simulator()
@@ -146,8 +146,8 @@ def combine_iologs(share):
 def replay(props, trace, qd=None, fmt="fio"):
     """The simulator's statistics document for the replay."""
     # --no-drain: the device does not drain its write buffer when fio ends
-    args = [SIM, "--device", props + "," + BOTH, "--trace", trace, "--format", fmt,
-            "--capacity", str(SIZE), "--json", "--no-drain"]
+    args = [SIM, "--device", TEST_KEYS + "," + props + "," + BOTH, "--trace", trace,
+            "--format", fmt, "--capacity", str(SIZE), "--json", "--no-drain"]
     if qd:
         args += ["--qd", str(qd)]
     p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)

@@ -31,7 +31,8 @@ def test_short_soak_volatile_buffer(tmp_path):
     statistics and every model check clean."""
     status, (minutes, configs, passes, checks, problems), out = soak(
         tmp_path, "--minutes", "2", "--interval", "5", "--config",
-        "ftl=dftl,cmt-size=64K,buffer=lru,buffer-size=4M,buffer-volatile=on", timeout=1500)
+        "preset=none,ftl=dftl,cmt-size=64K,buffer=lru,buffer-size=4M,buffer-volatile=on",
+        timeout=1500)
     assert status == 0 and problems == 0, out
     assert configs == 1 and passes >= 3 and checks >= 3, out
 

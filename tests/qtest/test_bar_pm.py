@@ -202,7 +202,7 @@ def run_qemu(qemu, tmp_path, props):
         [qemu, "-L", "/usr/share/qemu", "-L", "/usr/share/seabios", "-machine", "q35",
          "-accel", "qtest", "-nodefaults", "-display", "none", "-qmp", "stdio",
          "-drive", f"if=none,id=d0,file={img},format=raw",
-         "-device", "nvme-hybrid,drive=d0,serial=s," + props],
+         "-device", "nvme-hybrid,drive=d0,serial=s,%s,%s" % (nq.TEST_KEYS, props)],
         input='{"execute":"qmp_capabilities"}\n{"execute":"quit"}\n',
         capture_output=True, text=True, timeout=60)
 

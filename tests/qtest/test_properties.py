@@ -60,6 +60,7 @@ BAD = [
     ("serial=s,fdp=on,streams=3,stream-map=dstream", "fdp: "),
     ("serial=s,fdp=on,streams=4,physical-streams=3", "fdp: "),           # handles would share
     ("serial=s,fdp=on,streams=64", "fdp: "),                             # 65 handles
+    ("serial=s,preset=pm1733", "preset"),
 ]
 
 
@@ -90,6 +91,27 @@ def test_good_properties_reach_the_engine(qemu_binary, tmp_path):
     # blocks=auto resolved to a geometry that holds 64 MiB after 12% spare
     planes = 4 * 2 * 1 * 2
     assert int(cfg["blocks"]) * planes * 128 * 8192 * 88 // 100 >= 64 << 20
+
+
+def config_of(qemu, tmp_path, props):
+    r = start(qemu, tmp_path, props)
+    assert r.returncode == 0, r.stderr
+    reply = [json.loads(line) for line in r.stdout.splitlines() if '"return"' in line][1]
+    return json.loads(reply["return"])["config"]
+
+
+def test_default_device_is_the_default_preset(qemu_binary, tmp_path):
+    """No preset: the PM9A3's values (docs/presets.md), on a 64 MiB drive too."""
+    cfg = config_of(qemu_binary, tmp_path, "serial=s,state-file=none")
+    assert (cfg["preset"], cfg["cell"], cfg["page-size"]) == ("pm9a3", "tlc", "16K"), cfg
+    assert (cfg["t-read"], cfg["t-prog"], cfg["op"]) == ("45us", "450us", "12"), cfg
+
+
+@pytest.mark.parametrize("props", ["channels=4,preset=970pro", "preset=970pro,channels=4"])
+def test_keys_override_the_preset_in_any_order(qemu_binary, tmp_path, props):
+    cfg = config_of(qemu_binary, tmp_path, "serial=s,state-file=none," + props)
+    assert (cfg["preset"], cfg["channels"], cfg["ways"]) == ("970pro", "4", "2"), cfg
+    assert (cfg["page-size"], cfg["t-prog"], cfg["cell"]) == ("32K", "185us", "mlc"), cfg
 
 
 def test_fdp_on_a_default_device_has_a_handle_per_stream(qemu_binary, tmp_path):

@@ -42,13 +42,14 @@ def test_dilate_lengthens_every_device_time():
     m = load()
     props = {t: dict(kv.split("=") for kv in m.timing_props(types.SimpleNamespace(dilate=4), t)
                      .split(",")) for t in ("default", "znand")}
-    assert props["znand"] == {"cell": "znand", "t-read": "12000ns", "t-prog": "40000ns",
+    assert props["znand"] == {"preset": "none", "cell": "znand", "t-read": "12000ns", "t-prog": "40000ns",
                               "t-erase": "6000000ns", "channel-mbps": "200",
                               "ba-rtt-ns": "4000", "ba-write-mbps": "800"}
     assert props["default"]["t-prog"] == "800000ns" and "cell" not in props["default"]
     # Undilated, the timing models are the plain ones.
-    assert m.timing_props(types.SimpleNamespace(dilate=1), "znand") == "cell=znand,t-prog=10us"
-    assert m.timing_props(types.SimpleNamespace(dilate=1), "default") == ""
+    assert m.timing_props(types.SimpleNamespace(dilate=1), "znand") == \
+        "preset=none,cell=znand,t-prog=10us"
+    assert m.timing_props(types.SimpleNamespace(dilate=1), "default") == "preset=none"
 
 
 def test_dilated_times_start_from_the_engines_own(tmp_path):
@@ -58,7 +59,7 @@ def test_dilated_times_start_from_the_engines_own(tmp_path):
     trace.write_text("128166372003061629,h,0,Write,0,4096,100\n")
     for timing, (t_read, t_prog, _) in m.NAND_NS.items():
         r = subprocess.run([SIM, "-t", str(trace), "-f", "msr", "-j"]
-                           + (["-d", m.TIMINGS[timing]] if m.TIMINGS[timing] else []),
+                           + ["-d", m.TIMINGS[timing]],
                            capture_output=True, text=True, timeout=60, check=True)
         g = json.loads(r.stdout)["geometry"]
         assert (g["t_read_ns"], g["t_prog_ns"]) == (t_read, t_prog), timing

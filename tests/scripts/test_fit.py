@@ -22,7 +22,7 @@ DATA = os.path.join(REPO, "tests", "data")
 
 def sim(trace, fmt="spc", *args, check=True):
     r = subprocess.run([SIM, "--json", "-t", str(trace), "-f", fmt, "--qd", "4",
-                        "-d", "buffer=lru,buffer-size=4M", *args],
+                        "-d", "preset=none,buffer=lru,buffer-size=4M", *args],
                        capture_output=True, text=True)
     if check:
         assert r.returncode == 0, r.stderr

@@ -42,7 +42,7 @@ def test_refusal_carries_the_whole_message():
         nhsim.replay(TRACE, "mqsim", "ftl=page,bufer=lru", sim=SIM)
     # the list of valid keys is long; the last of them must still be there
     last = list(nhsim.list_keys(sim=SIM))[-1]
-    assert "bufer: unknown key (valid keys: channels," in str(e.value)
+    assert "bufer: unknown key (valid keys: preset, channels," in str(e.value)
     assert last in str(e.value) and e.value.returncode == 1 and e.value.argv[0] == SIM
     with pytest.raises(nhsim.SimError, match="bufer: unknown key"):
         nhsim.check_properties("bufer=lru", sim=SIM)

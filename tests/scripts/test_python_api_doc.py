@@ -31,4 +31,4 @@ def test_the_example_runs(tmp_path):
                        timeout=300, env=dict(os.environ, NVME_HYBRID_SIM=SIM))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "4/4: " in r.stdout
-    assert "cmt: unknown key (valid keys: channels," in r.stdout
+    assert "cmt: unknown key (valid keys: preset, channels," in r.stdout

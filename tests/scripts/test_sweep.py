@@ -234,7 +234,7 @@ def test_refused_properties_stop_the_grid(traces, tmp_path):
                % (message.strip('"'), want) in r.stderr
         assert not (tmp_path / "bad-out").exists()
         wants.append(want)
-    assert "bufer: unknown key (valid keys: channels," in wants[0] and len(wants[0]) > 600
+    assert "bufer: unknown key (valid keys: preset, channels," in wants[0] and len(wants[0]) > 600
     assert "buffer: unknown value 'nosuch'" in wants[1]
 
 

@@ -34,7 +34,8 @@ static void test_energy(void)
     uint64_t ns;
 
     nh_config_defaults(&c);
-    /* default geometry: 32 planes x 4 KiB per 200 us SLC program = 655.36 MB/s */
+    g_assert_true(nh_config_parse(&c, "preset=none", NULL));
+    /* the keys' own default geometry: 32 planes x 4 KiB per 200 us SLC program = 655.36 MB/s */
     g_assert_cmpfloat_with_epsilon(nh_ba_dump_rate(&c), 655.36e6, 1e3);
     g_assert_true(nh_ba_check_energy(8 << 20, &c, 810, 35, &ns, &err));
     g_assert_cmpuint(ns, ==, (uint64_t)(((8 << 20) + NH_BA_META_SIZE) / 655.36e6 * 1e9));

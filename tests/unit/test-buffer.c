@@ -78,7 +78,7 @@ static Fix *fix_new(const char *conf, uint64_t lpages)
     GError *err = NULL;
     NhBufEnv env;
 
-    nh_config_defaults(&f->cfg);
+    unit_defaults(&f->cfg);
     g_assert_true(nh_config_parse(&f->cfg, conf, &err));
     g_assert_no_error(err);
     g_assert_true(nh_config_check(&f->cfg, &err));

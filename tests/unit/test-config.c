@@ -1,5 +1,7 @@
-/* Configuration parser: defaults, units, canonical text, and every kind of bad input. */
+/* Configuration parser: defaults, presets, units, canonical text, and every kind of bad
+ * input. */
 #include "engine.h"
+#include "unit.h"
 
 #include <math.h>
 #include <string.h>
@@ -16,7 +18,7 @@ static double alpha(const NhConfig *c)
 static void test_defaults(void)
 {
     NhConfig c;
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_cmpuint(c.channels, ==, 8);
     g_assert_cmpuint(c.ways, ==, 4);
     g_assert_cmpuint(c.dies, ==, 1);
@@ -46,8 +48,8 @@ static void test_one_way(void)
     NhConfig a, b;
     GError *err = NULL;
 
-    nh_config_defaults(&a);
-    nh_config_defaults(&b);
+    unit_defaults(&a);
+    unit_defaults(&b);
     g_assert_true(nh_config_parse(&a, "channels=08,ways=010", NULL));
     g_assert_true(nh_config_parse(&b, "channels= 8,ways=10 ", NULL));
     g_assert_cmpuint(a.channels, ==, 8);
@@ -71,7 +73,7 @@ static void test_one_way(void)
 static void test_units(void)
 {
     NhConfig c;
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, "page-size=16K,t-read=25us,t-prog=016,t-erase=2ms,"
                                   "cell=TLC, channels = 2 ,latency=zero,gc=cost-benefit", NULL));
     g_assert_cmpuint(c.page_size, ==, 16384);
@@ -113,13 +115,13 @@ static void test_units(void)
 static void test_canonical(void)
 {
     NhConfig a, b;
-    nh_config_defaults(&a);
+    unit_defaults(&a);
     g_assert_true(nh_config_parse(&a, "t-read=1500us,t-prog=1001ns,page-size=8K,blocks=77,"
                                   "pe-cycles=3000,cell=znand", NULL));
     for (size_t i = 0; i < nh_config_nkeys(); i++) {
         char *v = nh_config_get(&a, nh_config_key(i)->name);
         g_assert_nonnull(v);
-        nh_config_defaults(&b);
+        unit_defaults(&b);
         g_assert_true(nh_config_set(&b, nh_config_key(i)->name, v, NULL));
         char *w = nh_config_get(&b, nh_config_key(i)->name);
         g_assert_cmpstr(v, ==, w);
@@ -135,7 +137,7 @@ static void test_canonical(void)
     v = nh_config_get(&a, "blocks");
     g_assert_cmpstr(v, ==, "77");
     g_free(v);
-    nh_config_defaults(&b);
+    unit_defaults(&b);
     v = nh_config_get(&b, "blocks");
     g_assert_cmpstr(v, ==, "auto");
     g_free(v);
@@ -149,7 +151,7 @@ static void expect_error(const char *text, const char *message)
 {
     NhConfig c;
     GError *err = NULL;
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     if (nh_config_parse(&c, text, &err)) {
         g_assert_true(!nh_config_check(&c, &err));
     }
@@ -172,8 +174,8 @@ static void test_errors(void)
     expect_error("planes=0", "planes: must be between 1 and 16");
     expect_error("blocks=x", "blocks: 'x' is not a number or 'auto'");
     expect_error("pages=2", "pages: must be between 4 and 4096, got 2");
-    expect_error("page-size=2K", "page-size: must be between 4096 and 16384, got 2K");
-    expect_error("page-size=12K", "page-size: must be 4K, 8K or 16K, got 12K");
+    expect_error("page-size=2K", "page-size: must be between 4096 and 32768, got 2K");
+    expect_error("page-size=12K", "page-size: must be 4K, 8K, 16K or 32K, got 12K");
     expect_error("page-size=4Q", "page-size: '4Q' is not a size");
     expect_error("page-size=99999999999999999999T", "page-size: '99999999999999999999T' is not a size");
     expect_error("op=0", "op: must be between 1 and 50, got 0");
@@ -206,7 +208,7 @@ static void test_errors(void)
     expect_error("lbuf-alpha=0.5x", "lbuf-alpha: '0.5x' is not a number or 'auto'");
     expect_error("lbuf-alpha=nan", "lbuf-alpha: 'nan' is not a number or 'auto'");
     expect_error("lbuf-alpha=inf", "lbuf-alpha: 'inf' is not a number or 'auto'");
-    expect_error("colour=red", "colour: unknown key (valid keys: channels, ways,");
+    expect_error("colour=red", "colour: unknown key (valid keys: preset, channels, ways,");
     expect_error("channels", "channels: expected key=value");
     expect_error("channels=", "channels: empty value");
 }
@@ -228,7 +230,7 @@ static void test_engine_refuses(void)
 {
     NhConfig c;
     GError *err = NULL;
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, "channels=2,ways=1,pages=64,blocks=16", NULL));
     g_assert_null(nh_engine_new(&c, 1ull << 30, &err));
     g_assert_nonnull(err);
@@ -238,13 +240,13 @@ static void test_engine_refuses(void)
     g_assert_null(nh_engine_new(&c, 0, &err));
     g_assert_nonnull(strstr(err->message, "capacity"));
     g_clear_error(&err);
-    /* 64 TiB of 4K pages do not fit 32-bit page numbers, nor at any page-size (op and spare
-     * blocks come on top): no larger page-size is advised (it was, also at 16K) */
-    nh_config_defaults(&c);
-    g_assert_null(nh_engine_new(&c, 64ull << 40, &err));
-    g_assert_nonnull(strstr(err->message, "capacity: 64.0 TiB needs 18472977617 physical pages "
-                                          "of 4096 bytes, more than the 2^32 the mapping tables "
-                                          "address, at any page-size"));
+    /* 128 TiB of 4K pages do not fit 32-bit page numbers, nor at any page-size (op and spare
+     * blocks come on top): no larger page-size is advised (it was, also at 32K) */
+    unit_defaults(&c);
+    g_assert_null(nh_engine_new(&c, 128ull << 40, &err));
+    g_assert_nonnull(strstr(err->message, "capacity: 128.0 TiB needs "));
+    g_assert_nonnull(strstr(err->message, " physical pages of 4096 bytes, more than the 2^32 the "
+                                          "mapping tables address, at any page-size"));
     g_assert_null(strstr(err->message, "use page-size"));
     g_clear_error(&err);
     /* 20 TiB fit at 8K: that is advised, and with an explicit blocks, blocks=auto too */
@@ -257,14 +259,14 @@ static void test_engine_refuses(void)
     g_assert_true(g_str_has_suffix(err->message, "; use page-size=8K with blocks=auto"));
     g_clear_error(&err);
     /* too many blocks per plane is said so (it was blamed on page-size) */
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, "channels=1,ways=1,pages=4", NULL));
     g_assert_null(nh_engine_new(&c, 14ull << 40, &err));
     g_assert_nonnull(strstr(err->message, "blocks: 14.0 TiB of capacity needs 1027920200 blocks "
                                           "per plane, more than the 16777216 a plane may have"));
     g_clear_error(&err);
     /* every spare block kept free leaves none for invalid pages at any size */
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, "gc-high=100", NULL));
     g_assert_null(nh_engine_new(&c, 256ull << 20, &err));
     g_assert_nonnull(strstr(err->message, "gc-high:"));
@@ -282,7 +284,7 @@ static void test_engine_blocks(void)
      * plane) with the open blocks (2), the gc-high free blocks (3) and op of the data as room
      * (10): 143.  An explicit blocks needs the capacity within op of its physical space, and
      * one block of room: 138 (138 x 128 pages x 0.93 >= 16,384), not 137. */
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, "channels=2,ways=1,pages=64,streams=0", NULL));
     e = nh_engine_new(&c, 64ull << 20, &err);
     g_assert_no_error(err);
@@ -315,7 +317,7 @@ static void test_engine_blocks(void)
      * leave 4 spare, fewer than the 2 open blocks, 3 free at gc-high and 1 of room GC needs;
      * the message said "give ... logical space ... less than the capacity" of a space larger
      * than the capacity */
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, "blocks=12,streams=0", NULL));
     g_assert_null(nh_engine_new(&c, 256ull << 20, &err));
     g_assert_cmpstr(err->message, ==, "blocks: 12 blocks per plane leave 4 spare beyond the 8 "
@@ -328,7 +330,7 @@ static void test_engine_blocks(void)
      * pages of 8 KiB) at its op of 7%: 1,880 blocks per plane hold 470 GiB, 168 are spare.
      * blocks=auto would ask 180 (op of the data besides the open and free blocks); an
      * explicit geometry counts its open and free blocks in op, as MQSim does, and was refused */
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, "channels=8,ways=4,dies=2,planes=2,blocks=2048,pages=256,"
                                       "page-size=8K,op=7", NULL));
     e = nh_engine_new(&c, 470ull << 30, &err);
@@ -343,10 +345,132 @@ static void test_engine_blocks(void)
     g_clear_error(&err);
 }
 
+/* No preset given is the default drive's preset: its values where it has them, the keys' own
+ * defaults elsewhere. */
+static void test_preset_default(void)
+{
+    NhConfig c;
+    char *v;
+
+    nh_config_defaults(&c);
+    g_assert_cmpstr(c.preset, ==, NH_PRESET_DEFAULT);
+    g_assert_cmpstr(c.preset, ==, "pm9a3");
+    g_assert_cmpuint(c.cell, ==, NH_CELL_TLC);
+    g_assert_cmpuint(c.channels, ==, 8);
+    g_assert_cmpuint(c.ways * c.dies, ==, 16);
+    g_assert_cmpuint(c.page_size, ==, 16384);
+    g_assert_cmpuint(c.t_read, ==, 45000);
+    g_assert_cmpuint(c.t_prog, ==, 450000);
+    g_assert_cmpuint(c.op, ==, 12);
+    g_assert_cmpstr(c.ftl, ==, "page");
+    v = nh_config_get(&c, "preset");
+    g_assert_cmpstr(v, ==, "pm9a3");
+    g_free(v);
+}
+
+/* A key given keeps its value whatever its place in the string, and whatever preset comes
+ * after it; a second preset replaces every value of the first. */
+static void test_preset_overrides(void)
+{
+    NhConfig a, b, c;
+
+    nh_config_defaults(&a);
+    nh_config_defaults(&b);
+    g_assert_true(nh_config_parse(&a, "channels=4,preset=970pro,t-read=20us", NULL));
+    g_assert_true(nh_config_parse(&b, "t-read=20us,channels=4,preset=970pro", NULL));
+    g_assert_true(memcmp(&a, &b, sizeof(a)) == 0);
+    g_assert_cmpuint(a.channels, ==, 4);
+    g_assert_cmpuint(a.t_read, ==, 20000);
+    g_assert_cmpuint(a.t_prog, ==, 185000);     /* the preset's */
+    g_assert_cmpuint(a.page_size, ==, 32768);
+    g_assert_cmpuint(a.ways, ==, 2);
+    /* the device sets its properties one at a time: a preset after another */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_set(&c, "preset", "sz985", NULL));
+    g_assert_true(nh_config_set(&c, "ways", "3", NULL));
+    g_assert_true(nh_config_set(&c, "preset", "970pro", NULL));
+    g_assert_cmpuint(c.ways, ==, 3);
+    g_assert_cmpuint(c.channels, ==, 8);
+    g_assert_cmpuint(c.cell, ==, NH_CELL_MLC);
+    g_assert_cmpuint(c.op, ==, 7);
+    /* none: the keys' own defaults, also where the previous preset had a value */
+    g_assert_true(nh_config_set(&c, "preset", "none", NULL));
+    g_assert_cmpuint(c.cell, ==, NH_CELL_SLC);
+    g_assert_cmpuint(c.page_size, ==, 4096);
+    g_assert_cmpuint(c.t_read, ==, 0);
+    g_assert_cmpuint(c.ways, ==, 3);
+}
+
+/* Every preset's keys exist, its values parse, it passes the checks across keys with every
+ * FTL, and a drive of 1 GiB and one of 64 MiB (the tests' size) can be made of it; the
+ * preset key's help names each (the device's help shows it). */
+static void test_preset_table(void)
+{
+    const NhConfigKey *key = nh_config_find("preset");
+    size_t n = 0;
+
+    for (size_t i = 0; nh_presets[i]; i++, n++) {
+        const NhPreset *p = nh_presets[i];
+        const char *ftls[] = { "page", "dftl", "bast", "fast", "sast" };
+
+        g_assert_nonnull(strstr(key->help, p->name));
+        g_assert_cmpstr(nh_preset_names[i], ==, p->name);
+        for (const NhPresetValue *v = p->values; v->key; v++) {
+            NhConfig c;
+            GError *err = NULL;
+            nh_config_defaults(&c);
+            g_assert_nonnull(nh_config_find(v->key));
+            g_assert_true(nh_config_set(&c, v->key, v->value, &err));
+            g_assert_no_error(err);
+            g_assert_cmpuint(strlen(v->source), >, 10);
+        }
+        for (size_t f = 0; f < G_N_ELEMENTS(ftls); f++) {
+            char *props = g_strdup_printf("preset=%s,ftl=%s", p->name, ftls[f]);
+            NhConfig c;
+            GError *err = NULL;
+            NhEngine *e;
+
+            nh_config_defaults(&c);
+            g_assert_true(nh_config_parse(&c, props, &err));
+            g_assert_true(nh_config_check(&c, &err));
+            g_assert_no_error(err);
+            e = nh_engine_new(&c, f ? 64ull << 20 : 1ull << 30, &err);
+            g_assert_no_error(err);
+            nh_engine_free(e);
+            g_free(props);
+        }
+    }
+    g_assert_cmpuint(n, >=, 4);
+    g_assert_cmpstr(nh_preset_names[n], ==, "none");
+    g_assert_null(nh_preset_names[n + 1]);
+}
+
+/* An unknown preset is refused naming the key and the presets; a preset given twice in one
+ * string is refused as every key is. */
+static void test_preset_errors(void)
+{
+    NhConfig c;
+    GError *err = NULL;
+
+    nh_config_defaults(&c);
+    g_assert_false(nh_config_parse(&c, "preset=pm1733", &err));
+    g_assert_cmpstr(err->message, ==, "preset: unknown value 'pm1733' (valid: pm9a3, 970pro, "
+                    "sz985, pm9d3a, none)");
+    g_clear_error(&err);
+    nh_config_defaults(&c);
+    g_assert_false(nh_config_parse(&c, "preset=sz985,preset=none", &err));
+    g_assert_nonnull(strstr(err->message, "preset: given twice"));
+    g_clear_error(&err);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/config/defaults", test_defaults);
+    g_test_add_func("/config/preset-default", test_preset_default);
+    g_test_add_func("/config/preset-overrides", test_preset_overrides);
+    g_test_add_func("/config/preset-table", test_preset_table);
+    g_test_add_func("/config/preset-errors", test_preset_errors);
     g_test_add_func("/config/units", test_units);
     g_test_add_func("/config/one-way", test_one_way);
     g_test_add_func("/config/canonical", test_canonical);

@@ -225,7 +225,7 @@ static void test_config(void)
     NhEngine *e;
     char *v;
 
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     v = nh_config_get(&c, "cmt-size");
     g_assert_cmpstr(v, ==, "4M");
     g_free(v);
@@ -241,7 +241,7 @@ static void test_config(void)
     g_clear_error(&err);
 
     /* blocks=auto leaves room for the translation pages and the extra frontier */
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, "ftl=dftl", NULL));
     e = nh_engine_new(&c, 1ull << 30, &err);
     g_assert_no_error(err);

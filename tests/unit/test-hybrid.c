@@ -306,7 +306,7 @@ static void refused(const char *props, const char *words)
     NhConfig c;
     GError *err = NULL;
 
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, props, &err));
     g_assert_null(nh_engine_new(&c, CAP4, &err));
     g_assert_nonnull(err);

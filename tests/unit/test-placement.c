@@ -435,7 +435,7 @@ static void refused(const char *props, const char *key)
     GError *err = NULL;
     NhEngine *e;
 
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     if (nh_config_parse(&c, props, &err)) {
         e = nh_engine_new(&c, 8 * MIB, &err);
         if (e) {

@@ -250,8 +250,8 @@ static void test_sim_refusals(void)
           "the highest byte the trace touches sets the capacity (--capacity or --fit set "
           "another): page-size: 20.0 TiB of capacity needs 5773087380 physical pages of 4096 "
           "bytes, more than the 2^32 the mapping tables address; use page-size=8K\n" },
-        { "0 0 150323855360 8 0\n", 21, "page-size=16K",
-          "capacity: 70.0 TiB needs 5051275286 physical pages of 16384 bytes, more than the "
+        { "0 0 322122547200 8 0\n", 21, "page-size=16K",
+          "capacity: 150.0 TiB needs 10824080791 physical pages of 16384 bytes, more than the "
           "2^32 the mapping tables address, at any page-size" },
         { "0 0 18014398509481983 1 0\n", 26, "ftl=page", "capacity: 8.0 EiB needs" },
         { "0 0 18014398509481983 18014398509481983 0\n", 42, "ftl=page",
@@ -384,7 +384,8 @@ static void test_sim_time_limit(void)
 }
 
 /* --list-keys names every key of the configuration (the document's config object lists them
- * all), each with its values, default and meaning. */
+ * all), each with its values, default and meaning; --list-presets each preset with a source
+ * for each value. */
 static void test_sim_list_keys(void)
 {
     char *path = sample_path("msr.csv"), *errs = NULL, *doc, *list, *out;
@@ -411,11 +412,26 @@ static void test_sim_list_keys(void)
         g_assert_nonnull(strstr(line, "; default "));
         g_free(head);
     }
+    /* the default is the default preset's, and the key's own is said beside it */
     g_assert_nonnull(strstr(list, "t-read\n    time in ns (ns, us, ms, s suffixes) "
-                                  "1..1000000000 or auto; default auto\n"));
+                                  "1..1000000000 or auto; default 45us\n"));
+    g_assert_nonnull(strstr(list, "(the default is preset pm9a3's; preset=none: auto)\n"));
+    g_assert_nonnull(strstr(list, "\npreset\n    one of: pm9a3, 970pro, sz985, pm9d3a, none; "
+                                  "default pm9a3\n"));
     g_list_free(members);
     json_node_unref(cfg);
     g_free(list);
+    g_free(errs);
+    keys[0] = "--list-presets";
+    out = run_sim(keys, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_true(g_str_has_prefix(out, "pm9a3 (default)\n    Samsung PM9A3"));
+    g_assert_nonnull(strstr(out, "\n970pro\n    Samsung 970 PRO"));
+    g_assert_nonnull(strstr(out, "    t-prog=185us\n        NVMeVirt"));
+    g_assert_nonnull(strstr(out, "\nsz985\n"));
+    g_assert_nonnull(strstr(out, "\npm9d3a\n"));
+    g_assert_nonnull(strstr(out, "\nnone\n"));
+    g_free(out);
     g_free(doc);
     g_free(errs);
     g_free(path);

@@ -57,7 +57,7 @@ static void expect_refused(const char *props, const char *msg)
     NhConfig c;
     GError *err = NULL;
 
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, props, &err));
     g_assert_null(nh_engine_new(&c, 1 << 20, &err));
     g_assert_nonnull(err);

@@ -228,6 +228,33 @@ static uint64_t write_after_busy_die(const char *alloc)
     return done;
 }
 
+/* host-mbps: a read's data crosses the link after the flash read, a write's before its
+ * program, one transfer at a time each way; reads and writes do not share a direction.  At
+ * 100 MB/s 128 KiB take 1,310,720 ns. */
+static void test_host_link(void)
+{
+    NhEngine *free_link = unit_engine("channels=8,ways=1,pages=64,op=10,streams=0", 64 << 20);
+    NhEngine *e = unit_engine("channels=8,ways=1,pages=64,op=10,streams=0,host-mbps=100",
+                              64 << 20);
+    uint64_t xfer = 1310720, w0, w1, r0, r1, flash_read;
+
+    w0 = submit(free_link, NH_OP_WRITE, 0, 128 << 10, 0);
+    flash_read = submit(free_link, NH_OP_READ, 0, 128 << 10, IDLE) - IDLE;
+    g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 128 << 10, 0), ==, w0 + xfer);
+    /* a second write at once waits for the first's data, not for its program (on other
+     * dies: its own takes as long) */
+    w1 = submit(e, NH_OP_WRITE, 128 << 10, 128 << 10, 0);
+    g_assert_cmpuint(w1, ==, 2 * xfer + w0);
+    r0 = submit(e, NH_OP_READ, 0, 128 << 10, IDLE);
+    g_assert_cmpuint(r0 - IDLE, ==, flash_read + xfer);
+    r1 = submit(e, NH_OP_READ, 0, 128 << 10, IDLE);
+    g_assert_cmpuint(r1, ==, r0 + xfer);
+    /* the link's other direction is free meanwhile */
+    g_assert_cmpuint(submit(e, NH_OP_WRITE, 256 << 10, 128 << 10, IDLE), <, r1);
+    nh_engine_free(free_link);
+    nh_engine_free(e);
+}
+
 static void test_alloc(void)
 {
     g_assert_cmpuint(write_after_busy_die("alloc=static"), ==, 235240 + 5120 + 200000);
@@ -245,5 +272,6 @@ int main(int argc, char **argv)
     g_test_add_func("/timing/presets", test_presets);
     g_test_add_func("/timing/unwritten-reads", test_unwritten_reads);
     g_test_add_func("/timing/alloc", test_alloc);
+    g_test_add_func("/timing/host-link", test_host_link);
     return g_test_run();
 }

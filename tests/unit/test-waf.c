@@ -50,7 +50,7 @@ static void run(const char *props, double tolerance)
     uint64_t now = 0, done;
     double a, expect, waf;
 
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, props, &err));
     e = nh_engine_new(&c, capacity, &err);
     g_assert_no_error(err);
@@ -118,7 +118,7 @@ static NhEngine *default_device(uint64_t capacity, double *blocks_per_plane)
     GError *err = NULL;
     NhEngine *e;
 
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     e = nh_engine_new(&c, capacity, &err);
     g_assert_no_error(err);
     *blocks_per_plane = counter(e, "geometry.blocks_per_plane");

@@ -18,7 +18,7 @@ static NhEngine *zengine(const char *more)
     GError *err = NULL;
     NhEngine *e;
 
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, GEO ",ftl=page,zones=8", &err));
     g_assert_true(nh_config_parse(&c, more, &err));
     e = nh_engine_new(&c, CAP, &err);
@@ -94,7 +94,7 @@ static void test_geometry(void)
     unit_check(e);
     nh_engine_free(e);
 
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, GEO ",ftl=bast,zones=4", &err));
     g_assert_null(nh_engine_new(&c, CAP, &err));
     g_assert_cmpstr(err->message, ==, "zones: needs an FTL whose blocks can leave a range of "

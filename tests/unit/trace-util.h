@@ -23,23 +23,35 @@ static inline char *sample_path(const char *name)
     return g_test_build_filename(G_TEST_DIST, "..", "data", name, NULL);
 }
 
+/* The simulator on @args, under the tests' keys (UNIT_KEYS) */
 static inline char *run_sim(char **args, int *status, char **errs)
 {
     GPtrArray *argv = g_ptr_array_new();
     const char *sim = g_getenv("NH_SIM");
-    char *out = NULL;
+    char *out = NULL, *device = NULL;
 
     if (!sim) {
         g_error("NH_SIM must name the simulator binary (meson test sets it)");
     }
     g_ptr_array_add(argv, (char *)sim);
+    /* the tests' keys (UNIT_KEYS) first in the --device string, or as one */
     for (char **a = args; *a; a++) {
-        g_ptr_array_add(argv, *a);
+        if (a != args && (!strcmp(a[-1], "--device") || !strcmp(a[-1], "-d"))) {
+            device = g_strconcat(UNIT_KEYS ",", *a, NULL);
+            g_ptr_array_add(argv, device);
+        } else {
+            g_ptr_array_add(argv, *a);
+        }
+    }
+    if (!device) {
+        g_ptr_array_add(argv, "--device");
+        g_ptr_array_add(argv, UNIT_KEYS);
     }
     g_ptr_array_add(argv, NULL);
     g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, 0, NULL, NULL, &out, errs,
                                status, NULL));
     g_ptr_array_free(argv, TRUE);
+    g_free(device);
     return out;
 }
 

@@ -84,13 +84,13 @@ class BlockWorkload(Workload):
 
 class BlockVolatile(BlockWorkload):
     name = "block-volatile"
-    props = "buffer=lru,buffer-size=1M,buffer-volatile=on,ba-size=0"
+    props = "preset=none,buffer=lru,buffer-size=1M,buffer-volatile=on,ba-size=0"
     volatile = True
 
 
 class BlockDurable(BlockWorkload):
     name = "block-durable"
-    props = "buffer=lru,buffer-size=1M,buffer-volatile=off,ba-size=0"
+    props = "preset=none,buffer=lru,buffer-size=1M,buffer-volatile=off,ba-size=0"
     volatile = False
 
 
@@ -99,7 +99,7 @@ class WindowWorkload(Workload):
     writes on LBAs 0..2047; NVMe Reads into the window from LBAs 8192..8703 (never written
     after the prefill), into a pinned entry or the unpinned upper half of the window."""
     name = "window"
-    props = ("buffer=lru,buffer-size=1M,buffer-volatile=on,ba-size=%d,ba-entries=8"
+    props = ("preset=none,buffer=lru,buffer-size=1M,buffer-volatile=on,ba-size=%d,ba-entries=8"
              % WINDOW_SIZE)
     volatile = True
     window = True

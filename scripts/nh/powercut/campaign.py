@@ -45,7 +45,8 @@ class Campaign:
         return cfg
 
     def device(self, cfg):
-        d = "ftl=%s,buffer=%s,buffer-size=%s,buffer-volatile=%s,lba-size=%d" % (
+        # preset=none: the keys' own small device, whose blocks the 4M buffers hold
+        d = "preset=none,ftl=%s,buffer=%s,buffer-size=%s,buffer-volatile=%s,lba-size=%d" % (
             self.ftl, cfg["buffer"], cfg["size"], cfg["volatile"], self.lba_size)
         return d + ("," + self.o.device if self.o.device else "")
 

@@ -11,7 +11,7 @@ static void refused(const char *props, const char *why)
     NhConfig c;
     GError *err = NULL;
 
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_parse(&c, props, &err));
     g_assert_null(nh_engine_new(&c, 4 << 20, &err));
     g_assert_cmpstr(err->message, ==, why);

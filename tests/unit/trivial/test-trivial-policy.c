@@ -21,7 +21,7 @@ static void test_key(void)
     GError *err = NULL;
 
     unit_key("fifo-whole", "off", "maybe", "fifo-whole: unknown value 'maybe' (valid: off, on)");
-    nh_config_defaults(&c);
+    unit_defaults(&c);
     g_assert_true(nh_config_set(&c, "buffer", "fifo", &err));
     g_assert_no_error(err);
 }
