@@ -11,6 +11,7 @@
 #include "nand.h"
 #include "stats.h"
 #include "buffer.h"
+#include "zones.h"
 
 struct NhEngine {
     NhConfig        cfg;            /* blocks resolved */
@@ -24,6 +25,8 @@ struct NhEngine {
     NhBuf          *buf;            /* write buffer and read cache; NULL = neither */
     void           *settings[NH_PARTS];     /* the parts' decoded settings (part.h) */
     NhParts         parts;          /* those settings and the parts' counters */
+    NhZoned        *zoned;          /* the zoned region (zones.h); NULL = none */
+    uint64_t        zone_base;      /* its first byte: the capacity, rounded up to a page */
     uint64_t        last_now;
     uint64_t        priority_until; /* completion of the latest priority request */
 };
@@ -89,6 +92,18 @@ static inline const void *nh_engine_part(const NhEngine *eng, size_t index)
 
 /* The environment an FTL of @eng is created in. */
 NhFtlEnv nh_engine_ftl_env(NhEngine *eng);
+
+/* The zoned region of a new engine, when its configuration has zones (engine/zones.c). */
+void nh_engine_zoned_create(NhEngine *eng);
+/* Is request @req (offset >= zone_base) within the zoned region? */
+bool nh_engine_zoned_range(const NhEngine *eng, const NhRequest *req, GError **errp);
+/* A request on the zoned region, its range checked, modelled; the host counters
+ * and latencies are the caller's. */
+bool nh_engine_zoned_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
+                            GError **errp);
+
+/* The host counters of a request that arrived at @now and completes at @t. */
+void nh_engine_count_host(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t t);
 
 /* Hash of everything that shapes the saved state: geometry, FTL, cell, capacity. */
 uint64_t nh_engine_state_hash(const NhEngine *eng);

@@ -8,6 +8,7 @@
 #include "engine-priv.h"
 #include "hybrid.h"
 #include "placement.h"
+#include "zones.h"
 
 #include <string.h>
 
@@ -240,6 +241,41 @@ static bool resolve_geometry(NhConfig *cfg, const NhParts *parts, uint64_t capac
     return true;
 }
 
+/* The geometry with the zones: the FTL's blocks resolved for the capacity as without them
+ * (an explicit blocks less the zones'), then the zones' blocks added to every plane. */
+static bool resolve_with_zones(NhConfig *cfg, const NhParts *parts, uint64_t capacity,
+                               uint64_t *lpages, GError **errp)
+{
+    const NhZonesSettings *zs = parts->settings[NH_PART_zones];
+    uint32_t zb = zs->plane_blocks;
+    uint64_t npu = (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
+
+    if (cfg->blocks && cfg->blocks <= zb) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "blocks: %u blocks per plane leave none to "
+                    "the conventional space after the %u the zones take (zones, zone-width, "
+                    "zone-blocks); use more, or blocks=auto", cfg->blocks, zb);
+        return false;
+    }
+    cfg->blocks -= cfg->blocks ? zb : 0;
+    if (!resolve_geometry(cfg, parts, capacity, lpages, errp)) {
+        if (zb) {
+            g_prefix_error(errp, "with the zones' %u blocks per plane set aside: ", zb);
+        }
+        return false;
+    }
+    if ((uint64_t)cfg->blocks + zb > NH_BLOCKS_MAX ||
+        ((uint64_t)cfg->blocks + zb) * npu * cfg->pages >= UINT32_MAX) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "zones: %u zones of %u blocks on each of "
+                    "%u planes need %u blocks per plane besides the conventional space's %u: "
+                    "more than a plane (%u) or the 2^32 pages the mapping tables address "
+                    "allow; use fewer zones or smaller ones", zs->zones, zs->blocks_per_zone,
+                    zs->width, zb, cfg->blocks, NH_BLOCKS_MAX);
+        return false;
+    }
+    cfg->blocks += zb;
+    return true;
+}
+
 /* The write buffer's view of what lies below it: the FTL, on the NAND timelines. */
 static uint64_t sink_write(void *ctx, const NhFtlWrite *w, uint64_t now)
 {
@@ -324,7 +360,7 @@ NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
     }
     eng = g_new0(NhEngine, 1);
     decode_parts(eng, &c);
-    if (!resolve_geometry(&c, &eng->parts, capacity, &lpages, errp)) {
+    if (!resolve_with_zones(&c, &eng->parts, capacity, &lpages, errp)) {
         nh_engine_free(eng);
         return NULL;
     }
@@ -341,6 +377,7 @@ NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
         return NULL;
     }
     create_buffer(eng);
+    nh_engine_zoned_create(eng);
     return eng;
 }
 
@@ -348,6 +385,7 @@ void nh_engine_free(NhEngine *eng)
 {
     if (eng) {
         nh_buf_free(eng->buf);
+        nh_zoned_free(eng->zoned);
         if (eng->ftl) {
             eng->ops->destroy(eng->ftl);
         }
@@ -516,12 +554,22 @@ static void engine_page_lost(void *opaque, uint64_t lpn, uint32_t mask)
     }
 }
 
-void nh_engine_power_loss(NhEngine *eng, NhEngineLostFn lost, void *opaque)
+/* A zone's lost bytes, from the zoned space's start: the front end's offsets. */
+static void zone_bytes_lost(void *opaque, uint64_t offset, uint64_t length)
+{
+    LostCtx *c = opaque;
+    c->fn(c->opaque, c->eng->zone_base + offset, length);
+}
+
+void nh_engine_power_loss(NhEngine *eng, uint64_t now, NhEngineLostFn lost, void *opaque)
 {
     LostCtx c = { eng, lost, opaque };
 
     if (eng->buf) {
         nh_buf_power_loss(eng->buf, engine_page_lost, &c);
+    }
+    if (eng->zoned) {
+        nh_zoned_power_loss(eng->zoned, now, zone_bytes_lost, &c);
     }
 }
 
@@ -628,12 +676,80 @@ void nh_engine_prefetch(const NhEngine *eng, uint64_t offset, bool deep)
     }
 }
 
-bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
-                      GError **errp)
+/* The model of a checked request on the conventional space; when it completes. */
+static uint64_t model_request(NhEngine *eng, const NhRequest *req, uint64_t now)
 {
     uint32_t ps = eng->cfg.page_size;
     uint64_t t = now;
-    bool defer;
+
+    switch (req->op) {
+    case NH_OP_READ: {
+        uint64_t lpn = req->offset / ps, n = (req->offset + req->length - 1) / ps - lpn + 1, tu;
+        t = eng->buf ? nh_buf_read(eng->buf, lpn, n, req->offset, req->length, now)
+                     : eng->ops->read(eng->ftl, lpn, n, now);
+        tu = unwritten_reads(eng, lpn, n, now);     /* once: MAX() evaluates twice */
+        return MAX(t, tu);
+    }
+    case NH_OP_WRITE:
+        return do_write(eng, req, now, true);
+    case NH_OP_TRIM: {
+        /* only whole pages are deallocated; a partly covered page still holds live data */
+        uint64_t end = req->offset + req->length;
+        uint64_t first = (req->offset + ps - 1) / ps;
+        uint64_t last = end == eng->capacity ? eng->lpages : end / ps;
+        if (last > first) {
+            if (eng->buf) {
+                nh_buf_trim(eng->buf, first, last - first);
+            }
+            t = eng->ops->trim(eng->ftl, first, last - first, now);
+        }
+        return t;
+    }
+    case NH_OP_FLUSH:
+        return nh_engine_drain(eng, now);
+    }
+    return t;
+}
+
+void nh_engine_count_host(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t t)
+{
+    uint32_t ps = eng->cfg.page_size;
+    NhStats *s = &eng->stats;
+
+    switch (req->op) {
+    case NH_OP_READ:
+        s->host_read_cmds++;
+        s->host_read_bytes += req->length;
+        nh_hist_add(&s->lat_read, t - now);
+        break;
+    case NH_OP_WRITE:
+        s->host_write_cmds++;
+        s->host_write_bytes += req->length;
+        s->host_write_pages += (req->offset + req->length - 1) / ps - req->offset / ps + 1;
+        nh_hist_add(&s->lat_write, t - now);
+        break;
+    case NH_OP_TRIM:
+        s->host_trim_cmds++;
+        s->host_trim_bytes += req->length;
+        break;
+    case NH_OP_FLUSH:
+        s->host_flush_cmds++;
+        break;
+    }
+    if (req->flags & NH_REQ_PRIORITY && t > eng->priority_until) {
+        eng->priority_until = t;
+    }
+    /* the first request since the reset (each kind was counted above) */
+    if (s->host_read_cmds + s->host_write_cmds + s->host_trim_cmds + s->host_flush_cmds == 1) {
+        s->run_first_ns = now;
+    }
+}
+
+bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
+                      GError **errp)
+{
+    uint64_t t = now;
+    bool defer, zoned = false;
 
     if (now > NH_TIME_MAX) {
         g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "arrival time %" G_GUINT64_FORMAT " ns is "
@@ -645,7 +761,8 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
     case NH_OP_READ:
     case NH_OP_WRITE:
     case NH_OP_TRIM:
-        if (!check_range(eng, req, errp)) {
+        zoned = eng->zoned && req->offset >= eng->zone_base;
+        if (zoned ? !nh_engine_zoned_range(eng, req, errp) : !check_range(eng, req, errp)) {
             return false;
         }
         break;
@@ -661,60 +778,23 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
     defer = (req->flags & NH_REQ_PRIORITY) || now < eng->priority_until;
     eng->ops->background(eng->ftl, now, defer);
 
-    switch (req->op) {
-    case NH_OP_READ: {
-        uint64_t lpn = req->offset / ps, n = (req->offset + req->length - 1) / ps - lpn + 1, tu;
-        t = eng->buf ? nh_buf_read(eng->buf, lpn, n, req->offset, req->length, now)
-                     : eng->ops->read(eng->ftl, lpn, n, now);
-        tu = unwritten_reads(eng, lpn, n, now);     /* once: MAX() evaluates twice */
-        t = MAX(t, tu);
-        eng->stats.host_read_cmds++;
-        eng->stats.host_read_bytes += req->length;
-        nh_hist_add(&eng->stats.lat_read, t - now);
-        break;
+    if (!zoned) {
+        t = model_request(eng, req, now);
+    } else if (!nh_engine_zoned_submit(eng, req, now, &t, errp)) {
+        return false;
     }
-    case NH_OP_WRITE:
-        t = do_write(eng, req, now, true);
-        eng->stats.host_write_cmds++;
-        eng->stats.host_write_bytes += req->length;
-        eng->stats.host_write_pages += (req->offset + req->length - 1) / ps - req->offset / ps + 1;
-        nh_hist_add(&eng->stats.lat_write, t - now);
-        break;
-    case NH_OP_TRIM: {
-        /* only whole pages are deallocated; a partly covered page still holds live data */
-        uint64_t end = req->offset + req->length;
-        uint64_t first = (req->offset + ps - 1) / ps;
-        uint64_t last = end == eng->capacity ? eng->lpages : end / ps;
-        if (last > first) {
-            if (eng->buf) {
-                nh_buf_trim(eng->buf, first, last - first);
-            }
-            t = eng->ops->trim(eng->ftl, first, last - first, now);
-        }
-        eng->stats.host_trim_cmds++;
-        eng->stats.host_trim_bytes += req->length;
-        break;
-    }
-    case NH_OP_FLUSH:
-        t = nh_engine_drain(eng, now);
-        eng->stats.host_flush_cmds++;
-        break;
-    }
-    if (req->flags & NH_REQ_PRIORITY && t > eng->priority_until) {
-        eng->priority_until = t;
-    }
+    nh_engine_count_host(eng, req, now, t);
     *done = eng->cfg.latency == NH_LATENCY_ZERO ? now : t;
-    /* the first request since the reset (each kind was counted above) */
-    if (eng->stats.host_read_cmds + eng->stats.host_write_cmds + eng->stats.host_trim_cmds +
-        eng->stats.host_flush_cmds == 1) {
-        eng->stats.run_first_ns = now;
-    }
     eng->stats.run_last_ns = MAX(eng->stats.run_last_ns, *done);
     return true;
 }
 
 bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset)
 {
+    if (eng->zoned && offset >= eng->zone_base) {
+        uint64_t off = offset - eng->zone_base, z = off / eng->zoned->cap;
+        return z < eng->zoned->s.zones && off % eng->zoned->cap < eng->zoned->z[z].wp;
+    }
     if (offset >= eng->capacity) {
         return false;
     }
@@ -747,22 +827,38 @@ void nh_engine_wear(const NhEngine *eng, NhWear *wear)
     wear->pe_cycles = eng->nand->t.pe_cycles;
 }
 
+/* Zones [offset, offset + length) reaches into hold data up to its end (a rebuild). */
+static void mark_zones(NhEngine *eng, uint64_t offset, uint64_t length)
+{
+    const NhZoned *zd = eng->zoned;
+    uint64_t off = offset - eng->zone_base, end = off + length;
+
+    for (uint64_t z = off / zd->cap; z < zd->s.zones && z * zd->cap < end; z++) {
+        nh_zoned_mark_written(eng->zoned, (uint32_t)z, MIN(end - z * zd->cap, zd->cap));
+    }
+}
+
 void nh_engine_mark_written(NhEngine *eng, uint64_t offset, uint64_t length)
 {
     NhStats *saved;
     NhRequest req = { .op = NH_OP_WRITE, .offset = offset, .length = length };
+    bool zoned = eng->zoned && offset >= eng->zone_base;
 
-    if (offset >= eng->capacity || length == 0) {
+    if ((!zoned && offset >= eng->capacity) || length == 0 || length > UINT64_MAX - offset) {
         return;
     }
-    req.length = MIN(length, eng->capacity - offset);
     /* the model changes as if the host wrote; the counters and clocks do not */
     saved = g_memdup2(&eng->stats, sizeof(eng->stats));
     eng->nand->untimed = true;
-    req.offset -= req.offset % eng->cfg.page_size;
-    req.length += offset - req.offset;
-    do_write(eng, &req, eng->last_now, false);
-    eng->ops->flush(eng->ftl, eng->last_now);  /* nothing left staged (stripe-merge) */
+    if (zoned) {
+        mark_zones(eng, offset, length);
+    } else {
+        req.length = MIN(length, eng->capacity - offset);
+        req.offset -= req.offset % eng->cfg.page_size;
+        req.length += offset - req.offset;
+        do_write(eng, &req, eng->last_now, false);
+        eng->ops->flush(eng->ftl, eng->last_now);  /* nothing left staged (stripe-merge) */
+    }
     eng->nand->untimed = false;
     memcpy(&eng->stats, saved, sizeof(eng->stats));
     g_free(saved);
@@ -782,6 +878,12 @@ bool nh_engine_check(const NhEngine *eng, GError **errp)
     err = eng->ops->check(eng->ftl);
     if (err) {
         g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "%s FTL: %s", eng->ops->name, err);
+        g_free(err);
+        return false;
+    }
+    err = eng->zoned ? nh_zoned_check(eng->zoned) : NULL;
+    if (err) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "zones: %s", err);
         g_free(err);
         return false;
     }

@@ -22,7 +22,9 @@
  *       "wear":     u64 count, then (u32 block, u32 erase count) for blocks that were ever
  *                   erased;
  *       "ftl":      the FTL's own section (empty in a checkpoint, which is never clean: the
- *                   mapping of a dirty image is rebuilt by the front end anyway).
+ *                   mapping of a dirty image is rebuilt by the front end anyway);
+ *       "zones":    with zones only, in a checkpoint too: the zone table (ftl/zoned.c), so
+ *                   that the zones' states and write pointers survive a crash.
  *       Version 1 (still read) had no names: u64 word count and the words of the counters in
  *       the layout v1_counters[] gives, the wear as above, u64 length and the FTL's section.
  * Sparse wear and run-length mapping keep the file small for a large, mostly empty device.
@@ -218,6 +220,11 @@ static bool save_image(const NhEngine *eng, const char *path, const void *fe, si
         eng->ops->save(eng->ftl, o);
     }
     end_section(o, sec);
+    if (eng->zoned) {
+        sec = begin_section(o, "zones");
+        nh_zoned_save(eng->zoned, o);
+        end_section(o, sec);
+    }
 
     memcpy(o->data, MAGIC, 8);
     nh_patch32(o, 8, VERSION);
@@ -262,7 +269,8 @@ static bool damaged(GError **errp, const char *path, const char *why)
 
 /* The sections of a body, in place. */
 typedef struct Body {
-    NhReader counters, wear, ftl;
+    NhReader counters, wear, ftl, zones;
+    bool     have_zones;
 } Body;
 
 static bool split_v2(const char *path, NhReader r, Body *b, GError **errp)
@@ -288,6 +296,8 @@ static bool split_v2(const char *path, NhReader r, Body *b, GError **errp)
             dst = &b->wear, seen = &have_wear;
         } else if (!strcmp(name, "ftl")) {
             dst = &b->ftl, seen = &have_ftl;
+        } else if (!strcmp(name, "zones")) {
+            dst = &b->zones, seen = &b->have_zones;
         } else if (!(flags & OPTIONAL)) {
             g_set_error(errp, NH_ERROR, NH_ERROR_STATE, "%s: section '%s' is unknown to this "
                         "version of the engine (written by a newer one?)", path, name);
@@ -565,8 +575,9 @@ bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clea
     gsize len;
     uint32_t version, *erase = NULL;
     NhReader body;
-    Body sec;
+    Body sec = { 0 };
     GBytes *blob = NULL;
+    NhZone *zones = NULL;
     NhStats *stats = g_new0(NhStats, 1);
     bool clean, ok = false;
 
@@ -587,12 +598,23 @@ bool nh_engine_load(NhEngine *eng, const char *path, GBytes **fe, bool *was_clea
                        !load_counters_v2(path, sec.counters, stats, errp)) {
         goto out;
     }
+    if (eng->zoned && !sec.have_zones) {
+        damaged(errp, path, "the zone table is missing");
+        goto out;
+    }
+    if (eng->zoned && !(zones = nh_zoned_parse(eng->zoned, sec.zones, errp))) {
+        goto out;
+    }
     erase = g_new0(uint32_t, g->nblocks);
     if (!load_wear(path, sec.wear, erase, g->nblocks, errp) ||
         !install(eng, erase, sec.ftl, clean, errp)) {
         goto out;
     }
     erase = NULL;
+    if (zones) {
+        nh_zoned_install(eng->zoned, zones);
+        zones = NULL;
+    }
     memcpy(&eng->stats, stats, sizeof(*stats));
     nh_nand_clock_reset(eng->nand);
     eng->nand->violations = 0;
@@ -609,6 +631,7 @@ out:
     if (blob) {
         g_bytes_unref(blob);
     }
+    g_free(zones);
     g_free(erase);
     g_free(stats);
     g_free(data);

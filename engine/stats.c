@@ -7,6 +7,7 @@
  * writer, the state file's counter section and the check of docs/statistics.md all walk it.
  */
 #include "engine-priv.h"
+#include "zones.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -125,12 +126,13 @@ static double channel_utilisation(const Ctx *c)
                        c->nand->g.channels);
 }
 
-/* beyond the plane's share of the logical space, as blocks=auto counts them */
+/* beyond the plane's share of the logical space, as blocks=auto counts them (the zones'
+ * blocks are not the FTL's) */
 static uint64_t spare_per_plane(const Ctx *c)
 {
     const NhGeometry *g = &c->nand->g;
     uint64_t unit = (uint64_t)g->pages * g->npu;
-    return g->blocks - ((c->capacity + g->page_size - 1) / g->page_size + unit - 1) / unit;
+    return nh_zones_ftl_blocks(c->parts, g->blocks) - ((c->capacity + g->page_size - 1) / g->page_size + unit - 1) / unit;
 }
 
 /* Host, NAND and the FTL counters every device has; the FTLs' own follow. */
@@ -355,7 +357,7 @@ static void add_policy(JsonBuilder *b, const char *key, const NhStatsEntry *e, c
         add_double(b, key, ((double)*v + st->bias) / 1000.0);
         break;
     case NH_STAT_NOW:
-        add_uint(b, key, st->now(c->nand));
+        add_uint(b, key, st->now(c->nand, e->part ? c->parts->model[e->part - 1] : NULL));
         break;
     case NH_STAT_ARRAY:
         own = e->part ? c->parts->settings[e->part - 1] : nh_config_slots(c->cfg, e->keys);

@@ -27,6 +27,16 @@ char *nh_map_check(NhBlocks *b, const uint32_t *fwd, uint64_t n, uint8_t kind, c
     return NULL;
 }
 
+/* A block of the zones (zones.h) is never in the FTL's pools nor its map. */
+static char *zone_block_wrong(const NhBlock *blk, uint64_t k, uint32_t mapped)
+{
+    if (blk->state != NH_BLK_FREE || blk->valid || blk->wp || mapped) {
+        return g_strdup_printf("block %" G_GUINT64_FORMAT " is the zones' but in the FTL's "
+                               "pools or map", k);
+    }
+    return NULL;
+}
+
 char *nh_blocks_check(NhBlocks *b)
 {
     uint64_t nblocks = (uint64_t)b->npu * b->blocks;
@@ -47,6 +57,10 @@ char *nh_blocks_check(NhBlocks *b)
     }
     for (uint64_t k = 0; k < nblocks && !err; k++) {
         const NhBlock *blk = &b->blk[k];
+        if (!nh_blocks_ftls(b, k)) {
+            err = zone_block_wrong(blk, k, count[k]);
+            continue;
+        }
         if (count[k] != blk->valid) {
             err = g_strdup_printf("block %" G_GUINT64_FORMAT ": valid count %u, recount %u",
                                   k, blk->valid, count[k]);
@@ -87,7 +101,8 @@ char *nh_blocks_check(NhBlocks *b)
         }
         heaped += p->nfree + p->nkept;
         for (uint32_t i = 0; i < p->nfree && !err; i++) {
-            if (b->blk[p->heap[i]].state != NH_BLK_FREE || p->heap[i] / b->blocks != pu) {
+            if (b->blk[p->heap[i]].state != NH_BLK_FREE || p->heap[i] / b->blocks != pu ||
+                !nh_blocks_ftls(b, p->heap[i])) {
                 err = g_strdup_printf("plane %u: heap holds block %u, which is not free here",
                                       pu, p->heap[i]);
             } else if (i && nh_blocks_wear(b, p->heap[(i - 1) / 2]) >
@@ -113,10 +128,10 @@ char *nh_blocks_check(NhBlocks *b)
         err = g_strdup_printf("%" G_GUINT64_FORMAT " free blocks but %" G_GUINT64_FORMAT
                               " in the free heaps and kept", nfree, heaped);
     }
-    if (!err && nfree + nopen + nclosed != nblocks) {
+    if (!err && nfree + nopen + nclosed != (uint64_t)b->npu * b->usable) {
         err = g_strdup_printf("free %" G_GUINT64_FORMAT " + open %" G_GUINT64_FORMAT
                               " + closed %" G_GUINT64_FORMAT " != %" G_GUINT64_FORMAT " blocks",
-                              nfree, nopen, nclosed, nblocks);
+                              nfree, nopen, nclosed, (uint64_t)b->npu * b->usable);
     }
     g_free(count);
     return err;

@@ -11,6 +11,7 @@
  * alloc=dynamic to the plane whose die is free earliest, ties in that order (alloc.h).
  */
 #include "blocks.h"
+#include "zones.h"
 #include "alloc.h"
 #include "nh-heap.h"
 #include "mem.h"
@@ -283,7 +284,7 @@ static void static_wl(NhBlocks *b, uint32_t pu)
         return;
     }
     p->erases = 0;
-    for (uint32_t blk = pu * b->blocks; blk < (pu + 1) * b->blocks; blk++) {
+    for (uint32_t blk = pu * b->blocks; blk < pu * b->blocks + b->usable; blk++) {
         uint32_t w = nh_blocks_wear(b, blk);
         hi = w > hi ? w : hi;
         if (b->blk[blk].state == NH_BLK_CLOSED && w < lo) {
@@ -517,12 +518,13 @@ bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, 
     b->st = env->stats;
     b->pages = g->pages;
     b->blocks = g->blocks;
+    b->usable = nh_zones_ftl_blocks(env->parts, g->blocks);
     b->npu = g->npu;
     b->dynamic = ((const NhAllocSettings *)env->parts->settings[NH_PART_alloc])->alloc ==
                  NH_ALLOC_DYNAMIC;
     /* the engine sized the geometry with the FTL's spare_blocks (nh_blocks_min_spare), so the
      * frontiers, the gc-high free blocks and room for invalid pages fit in every plane */
-    spare = (g->nblocks - (spec->live_pages + g->pages - 1) / g->pages) / g->npu;
+    spare = ((uint64_t)b->usable * g->npu - (spec->live_pages + g->pages - 1) / g->pages) / g->npu;
     watermarks(env->cfg, spare - MIN(spare, spec->reserved), spec->reserve, &b->crit, &b->low,
                &b->high);
     b->p2l = nh_lazy_alloc(g->npages, sizeof(uint32_t));
@@ -542,7 +544,7 @@ bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, 
         NhPlane *p = &b->pu[i];
 
         b->order[i] = nh_stripe_pu(g, i);
-        p->heap = g_new(uint32_t, b->blocks);
+        p->heap = g_new(uint32_t, b->usable);
         for (uint32_t f = 0; f < NH_MAX_FRONT; f++) {
             p->open[f] = NH_NONE;
         }
@@ -550,8 +552,8 @@ bool nh_blocks_init(NhBlocks *b, const NhFtlEnv *env, const NhBlocksSpec *spec, 
          * the others are those of a device without them); equal erase counts: any order is a
          * heap; a restored wear table is re-heaped by load */
         p->kept = g_new(uint32_t, MAX(spec->reserved, 1));
-        for (uint32_t k = 0; k < b->blocks; k++) {
-            if (k < b->blocks - MIN(spec->reserved, b->blocks)) {
+        for (uint32_t k = 0; k < b->usable; k++) {
+            if (k < b->usable - MIN(spec->reserved, b->usable)) {
                 heap_push(b, p, i * b->blocks + k);
             } else {
                 p->kept[p->nkept++] = i * b->blocks + k;
@@ -621,7 +623,7 @@ bool nh_blocks_load(NhBlocks *b, NhReader *r, GError **errp)
             if (!nh_get32(r, o)) {
                 return nh_blocks_corrupt(b, errp, "truncated frontier list");
             }
-            if (*o != NH_NONE && *o / b->blocks != i) {
+            if (*o != NH_NONE && (*o / b->blocks != i || !nh_blocks_ftls(b, *o))) {
                 return nh_blocks_corrupt(b, errp, "open block outside its plane");
             }
         }
@@ -637,7 +639,7 @@ bool nh_blocks_load(NhBlocks *b, NhReader *r, GError **errp)
         front = state >> 16;
         kind = (state >> 8) & 0xff;
         state &= 0xff;
-        if (k >= nblocks || (state != NH_BLK_OPEN && state != NH_BLK_CLOSED) || wp > b->pages ||
+        if (k >= nblocks || !nh_blocks_ftls(b, k) || (state != NH_BLK_OPEN && state != NH_BLK_CLOSED) || wp > b->pages ||
             kind >= NH_MAX_KIND || front >= b->s.nfront) {
             return nh_blocks_corrupt(b, errp, "block entry out of range");
         }
@@ -748,7 +750,7 @@ void nh_blocks_load_done(NhBlocks *b)
         p->nkept = 0;
         /* kept for the reserved frontiers without an open block: the plane's last free
          * blocks, as a new device keeps its last blocks */
-        for (uint32_t k = b->blocks; k-- > 0 && p->nkept < unopened;) {
+        for (uint32_t k = b->usable; k-- > 0 && p->nkept < unopened;) {
             uint32_t blk = i * b->blocks + k;
             if (b->blk[blk].state == NH_BLK_FREE) {
                 p->kept[p->nkept++] = blk;
@@ -759,7 +761,7 @@ void nh_blocks_load_done(NhBlocks *b)
     for (uint64_t k = 0; k < nblocks; k++) {
         if (b->blk[k].state == NH_BLK_KEPT) {
             b->blk[k].state = NH_BLK_FREE;
-        } else if (b->blk[k].state == NH_BLK_FREE) {
+        } else if (b->blk[k].state == NH_BLK_FREE && nh_blocks_ftls(b, k)) {
             heap_push(b, &b->pu[k / b->blocks], (uint32_t)k);
         } else if (b->blk[k].state == NH_BLK_CLOSED) {
             bucket_insert(b, (uint32_t)k);

@@ -87,6 +87,7 @@ typedef struct NhBlocks {
     NhNand    *nand;
     NhStats   *st;
     uint32_t   pages, blocks, npu;
+    uint32_t   usable;      /* a plane's first blocks, the FTL's; the rest are the zones' */
     uint32_t  *p2l;
     NhBlock   *blk;
     NhPlane   *pu;
@@ -189,6 +190,12 @@ static inline uint32_t *nh_blocks_bucket(NhBlocks *b, uint32_t pu, uint32_t vali
 {
     return &b->bucket[(size_t)pu * (b->pages + 1) + valid];
 }
+/* Is block @blk the FTL's (not the zoned region's)? */
+static inline bool nh_blocks_ftls(const NhBlocks *b, uint64_t blk)
+{
+    return blk % b->blocks < b->usable;
+}
+
 /* Forward map @fwd (ppn + 1 per owner) against the reverse map and the blocks' kinds. */
 char *nh_map_check(NhBlocks *b, const uint32_t *fwd, uint64_t n, uint8_t kind, const char *what);
 

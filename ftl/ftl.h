@@ -51,6 +51,7 @@ typedef enum NhFtlFeature {
     NH_FTL_PLACEMENT    = 1u << 2,  /* places tagged writes on their own frontiers (streams) */
     NH_FTL_CMT_RESIZE   = 1u << 3,  /* a mapping cache DStream resizes (dstream-memory) */
     NH_FTL_DYNAMIC_ALLOC = 1u << 4, /* allocates host pages plane by plane (alloc=dynamic) */
+    NH_FTL_ZONES        = 1u << 5,  /* leaves every plane's last blocks to the zones (zones.h) */
 } NhFtlFeature;
 
 typedef struct NhFtlOps {

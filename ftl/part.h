@@ -73,6 +73,9 @@ extern const NhPart *const nh_parts[NH_PARTS];
 typedef struct NhParts {
     const void *settings[NH_PARTS];
     uint64_t   *counters[NH_PARTS];     /* the engine's slots for each part's counters */
+    /* a part's model of the moment for its NH_STAT_NOW counters (the zones part's zone
+     * table, zones.h); NULL for a part without one */
+    const void *model[NH_PARTS];
 } NhParts;
 
 #endif

@@ -41,8 +41,9 @@ static const NhConfigKey sched_keys[] = {
     { NULL },
 };
 
-static uint64_t queued_now(const NhNand *n)
+static uint64_t queued_now(const NhNand *n, const void *model)
 {
+    (void)model;
     return nh_sched_queued(n->sched);
 }
 

@@ -122,8 +122,9 @@ typedef struct NhStat {
      * the owner's decoded settings (a part's, part.h) or its keys' values (a policy's, in its
      * table's order) */
     bool (*element)(const void *own, uint32_t i, char *key, size_t len);
-    /* NH_STAT_NOW: its value, from the NAND model (the scheduler's queue is there) */
-    uint64_t (*now)(const struct NhNand *nand);
+    /* NH_STAT_NOW: its value, from the NAND model (the scheduler's queue is there) or the
+     * part's model of the moment (NhParts.model: the zone table) */
+    uint64_t (*now)(const struct NhNand *nand, const void *model);
 } NhStat;
 
 /* Slots a counter takes. */

@@ -271,7 +271,7 @@ static void nhc_undo_lost(void *opaque, uint64_t offset, uint64_t length)
 void nhc_undo_power_loss(NhcCtrl *n)
 {
     if (n->engine) {
-        nh_engine_power_loss(n->engine, nhc_undo_lost, n);
+        nh_engine_power_loss(n->engine, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL), nhc_undo_lost, n);
         blk_flush(n->blkconf.blk);
     }
 }

@@ -42,7 +42,7 @@ typedef enum NhSwitch { NH_OFF, NH_ON } NhSwitch;
 #define NH_BLOCKS_MAX    (1u << 24)
 
 /* Room for every policy's keys together (nh_config_key() asserts that they fit). */
-#define NH_CONFIG_POLICY_SLOTS 32
+#define NH_CONFIG_POLICY_SLOTS 48
 
 typedef struct NhConfig {
     /* NAND geometry */

@@ -184,9 +184,13 @@ void nh_engine_set_conditioning(NhEngine *eng, const NhConditioning *c);
  * buffer before the first call, so requests served meanwhile (a front end's event loop) find
  * it consistent.  A capacitor-backed buffer and the stripe-merge staging area
  * (capacitor-protected) lose nothing.  The engine stays usable.
+ * Power fails at @now (the front end's clock, >= every arrival so far): zoned writes and
+ * appends not complete by then are lost too, a zone's write pointer going back to where its
+ * data completed by @now ends (@lost told the bytes after it), and open zones close as at a
+ * controller reset (docs/zoned.md).
  */
 typedef void (*NhEngineLostFn)(void *opaque, uint64_t offset, uint64_t length);
-void nh_engine_power_loss(NhEngine *eng, NhEngineLostFn lost, void *opaque);
+void nh_engine_power_loss(NhEngine *eng, uint64_t now, NhEngineLostFn lost, void *opaque);
 
 /*
  * Zoned region (NVMe Zoned Namespace Command Set; docs/zoned.md).  With zones=N (the zones

@@ -221,7 +221,7 @@ static void operate(Run *r, const uint8_t *o)
         r->now = MAX(r->now, nh_engine_idle(r->e, r->now, &victims));
         break;
     case 14:
-        nh_engine_power_loss(r->e, lost, r);
+        nh_engine_power_loss(r->e, r->now, lost, r);
         break;
     case 15:
         r->now = MAX(r->now, nh_engine_drain(r->e, r->now));

@@ -293,7 +293,7 @@ static void staged_state(const char *props)
     for (uint16_t t = 0; t < 3; t++) {  /* within one tPROG: still staged at the save */
         io(a, NH_OP_WRITE, 2000 + t, 1, t);
     }
-    nh_engine_power_loss(a, not_lost, NULL);
+    nh_engine_power_loss(a, 2, not_lost, NULL);
     for (uint16_t t = 0; t < 3; t++) {
         g_assert_true(nh_engine_is_mapped(a, (2000 + t) * 4096));
         g_assert_cmpint(a->ops->stream_of(a->ftl, 2000 + t), ==, -1);

@@ -36,7 +36,7 @@ static void test_volatile(void)
     submit(e, NH_OP_WRITE, 0, 16384, 3000);         /* 4 whole pages */
     submit(e, NH_OP_WRITE, 40960 + 1024, 1024, 4000);  /* sectors 2-3 of page 10 */
     submit(e, NH_OP_WRITE, 1 << 20, 4096, 5000);    /* page 256 rewritten, buffered again */
-    nh_engine_power_loss(e, on_lost, &l);
+    nh_engine_power_loss(e, 5000, on_lost, &l);
 
     /* lost: 4 pages, 2 sectors, and page 256's new version; runs are reported per page */
     g_assert_cmpuint(l.bytes, ==, 16384 + 1024 + 4096);
@@ -51,7 +51,7 @@ static void test_volatile(void)
 
     /* nothing left to lose; the engine goes on */
     memset(&l, 0, sizeof(l));
-    nh_engine_power_loss(e, on_lost, &l);
+    nh_engine_power_loss(e, 5000, on_lost, &l);
     g_assert_cmpuint(l.calls, ==, 0);
     submit(e, NH_OP_WRITE, 0, 4096, 6000);
     submit(e, NH_OP_FLUSH, 0, 0, 7000);
@@ -65,7 +65,7 @@ static void test_partial_run(void)
     Lost l = { 0 };
 
     submit(e, NH_OP_WRITE, 8192 + 512, 1536, 1000);  /* sectors 1-3 of page 2 */
-    nh_engine_power_loss(e, on_lost, &l);
+    nh_engine_power_loss(e, 5000, on_lost, &l);
     g_assert_cmpuint(l.calls, ==, 1);
     g_assert_cmpuint(l.first_off, ==, 8192 + 512);
     g_assert_cmpuint(l.first_len, ==, 1536);
@@ -80,7 +80,7 @@ static void test_durable(void)
         NhEngine *e = unit_engine(*p, 64 << 20);
         Lost l = { 0 };
         submit(e, NH_OP_WRITE, 0, 65536, 1000);
-        nh_engine_power_loss(e, on_lost, &l);
+        nh_engine_power_loss(e, 5000, on_lost, &l);
         g_assert_cmpuint(l.calls, ==, 0);
         g_assert_true(nh_engine_is_mapped(e, 0) || nh_engine_volatile_write_cache(e) == false);
         nh_engine_free(e);
@@ -124,7 +124,7 @@ static void test_lost_reenters(void)
             for (uint64_t off = 0; off < 4 << 20; off += 4096) {
                 submit(r.e, NH_OP_WRITE, off + 512, 1536, r.now += 100);
             }
-            nh_engine_power_loss(r.e, on_lost_write, &r);
+            nh_engine_power_loss(r.e, r.now, on_lost_write, &r);
             g_assert_cmpuint(r.calls, >, 0);
             g_assert_cmpuint(r.bytes, ==, r.calls * 1536);
             unit_check(r.e);

@@ -1,0 +1,164 @@
+/*
+ * zones.c - the engine's zoned region (contract in engine.h, "Zoned region"): requests and
+ * actions on it, checked against the space and passed to the zone model (ftl/zoned.c).
+ */
+#include "engine-priv.h"
+
+void nh_engine_zoned_create(NhEngine *eng)
+{
+    const NhZonesSettings *s = eng->settings[NH_PART_zones];
+
+    eng->zone_base = eng->lpages * eng->cfg.page_size;
+    if (s->zones) {
+        eng->zoned = nh_zoned_new(s, eng->nand, &eng->stats, eng->parts.counters[NH_PART_zones],
+                                  eng->cfg.page_size,
+                                  eng->cfg.unwritten_reads == NH_UNWRITTEN_FLASH);
+        eng->parts.model[NH_PART_zones] = eng->zoned;
+    }
+}
+
+static uint64_t zoned_end(const NhEngine *eng)
+{
+    return eng->zone_base + (uint64_t)eng->zoned->s.zones * eng->zoned->cap;
+}
+
+bool nh_engine_zoned_range(const NhEngine *eng, const NhRequest *req, GError **errp)
+{
+    if (req->length == 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "request has zero length");
+        return false;
+    }
+    if (req->offset >= zoned_end(eng) || req->length > zoned_end(eng) - req->offset) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "request [%" G_GUINT64_FORMAT ", +%"
+                    G_GUINT64_FORMAT ") is outside the zoned space [%" G_GUINT64_FORMAT ", %"
+                    G_GUINT64_FORMAT ")", req->offset, req->length, eng->zone_base,
+                    zoned_end(eng));
+        return false;
+    }
+    return true;
+}
+
+bool nh_engine_zoned_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
+                            GError **errp)
+{
+    NhZoned *zd = eng->zoned;
+    uint64_t off = req->offset - eng->zone_base, in = off % zd->cap;
+
+    switch (req->op) {
+    case NH_OP_READ:
+        return nh_zoned_read(zd, off, req->length, now, done, errp);
+    case NH_OP_WRITE:
+        return nh_zoned_write(zd, (uint32_t)(off / zd->cap), &in, req->length, false, now, done,
+                              errp);
+    default:
+        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_INVALID, "zone %u: deallocation on the "
+                               "zoned space (a zone is reset, not trimmed)",
+                               (uint32_t)(off / zd->cap));
+    }
+}
+
+uint32_t nh_engine_zones(const NhEngine *eng)
+{
+    return eng->zoned ? eng->zoned->s.zones : 0;
+}
+
+uint64_t nh_engine_zone_base(const NhEngine *eng)
+{
+    return eng->zone_base;
+}
+
+uint64_t nh_engine_zone_capacity(const NhEngine *eng)
+{
+    return eng->zoned ? eng->zoned->cap : 0;
+}
+
+uint32_t nh_engine_zone_max_open(const NhEngine *eng)
+{
+    return eng->zoned ? nh_zoned_open_limit(eng->zoned) : 0;
+}
+
+uint32_t nh_engine_zone_max_active(const NhEngine *eng)
+{
+    return eng->zoned ? eng->zoned->s.max_active : 0;
+}
+
+bool nh_engine_zone_info(const NhEngine *eng, uint32_t zone, NhZoneInfo *info)
+{
+    if (!eng->zoned || zone >= eng->zoned->s.zones) {
+        return false;
+    }
+    info->state = (NhZoneState)eng->zoned->z[zone].state;
+    info->start = eng->zone_base + (uint64_t)zone * eng->zoned->cap;
+    info->wp = eng->zoned->z[zone].wp;
+    return true;
+}
+
+/* No zoned region: every zone operation is refused alike. */
+static bool no_zones(const NhEngine *eng, GError **errp)
+{
+    if (eng->zoned) {
+        return false;
+    }
+    g_set_error(errp, NH_ZONE_ERROR, NH_ZONE_ERR_INVALID, "the device has no zones (zones=0)");
+    return true;
+}
+
+static bool check_now(uint64_t now, GError **errp)
+{
+    if (now > NH_TIME_MAX) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "arrival time %" G_GUINT64_FORMAT " ns is "
+                    "after the 2^62 ns the engine models", now);
+        return false;
+    }
+    return true;
+}
+
+/* Time passes to @now for the rest of the device too, as before any request. */
+static void arrive(NhEngine *eng, uint64_t now)
+{
+    eng->last_now = now;
+    nh_nand_advance(eng->nand, now);
+    eng->ops->background(eng->ftl, now, now < eng->priority_until);
+}
+
+bool nh_engine_zone_append(NhEngine *eng, uint32_t zone, uint64_t length, uint32_t flags,
+                           uint64_t now, uint64_t *offset, uint64_t *done, GError **errp)
+{
+    NhRequest req = { .op = NH_OP_WRITE, .flags = flags, .length = length };
+    uint64_t in = 0, t;
+
+    if (no_zones(eng, errp) || !check_now(now, errp)) {
+        return false;
+    }
+    if (length == 0) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "request has zero length");
+        return false;
+    }
+    arrive(eng, now);
+    if (!nh_zoned_write(eng->zoned, zone, &in, length, true, now, &t, errp)) {
+        return false;
+    }
+    req.offset = eng->zone_base + (uint64_t)zone * eng->zoned->cap + in;
+    nh_engine_count_host(eng, &req, now, t);
+    *offset = req.offset;
+    *done = eng->cfg.latency == NH_LATENCY_ZERO ? now : t;
+    eng->stats.run_last_ns = MAX(eng->stats.run_last_ns, *done);
+    return true;
+}
+
+bool nh_engine_zone_action(NhEngine *eng, NhZoneAction action, uint32_t zone, uint64_t now,
+                           uint64_t *done, GError **errp)
+{
+    uint64_t t;
+
+    if (no_zones(eng, errp) || !check_now(now, errp)) {
+        return false;
+    }
+    arrive(eng, now);
+    if (!nh_zoned_action(eng->zoned, action, zone, now, &t, errp)) {
+        return false;
+    }
+    *done = eng->cfg.latency == NH_LATENCY_ZERO ? now : t;
+    eng->stats.run_last_ns = MAX(eng->stats.run_last_ns, *done);
+    return true;
+}
