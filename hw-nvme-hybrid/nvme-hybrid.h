@@ -539,10 +539,13 @@ bool nhc_zns_active(NhcCtrl *n);
 uint64_t nhc_zns_nsze(NhcCtrl *n);
 uint64_t nhc_zns_bytes(NhcCtrl *n);
 bool nhc_zns_lost(NhcCtrl *n, uint64_t off, uint64_t len);
+void nhc_zns_rebuild(NhcCtrl *n);
 uint16_t nhc_zns_identify_ns(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_zns_identify_ctrl(NhcCtrl *n, NhcReq *req);
 
 /* state.c */
+typedef void (*NhcExtentFn)(NhcCtrl *n, uint64_t off, uint64_t len, void *opaque);
+void nhc_drive_extents(NhcCtrl *n, uint64_t off, uint64_t len, NhcExtentFn fn, void *opaque);
 char *nhc_file_property(NhcCtrl *n, const char *prop, const char *suffix);
 void nhc_state_open(NhcCtrl *n, Error **errp);
 void nhc_state_save(NhcCtrl *n);

@@ -16,6 +16,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/error-report.h"
+#include "qemu/cutils.h"
 #include "qapi/error.h"
 #include "system/block-backend.h"
 
@@ -224,6 +225,46 @@ bool nhc_zns_lost(NhcCtrl *n, uint64_t off, uint64_t len)
         len -= part;
     }
     return true;
+}
+
+static void nhc_zns_data_end(NhcCtrl *n, uint64_t off, uint64_t len, void *opaque)
+{
+    *(uint64_t *)opaque = off + len;
+}
+
+/*
+ * A start without a trustworthy state file (QEMU was killed, the power cut, a new drive): a
+ * zone's write pointer goes up to where its data in the drive ends (the engine keeps the
+ * larger of that and the table it loaded).  The drive allocates in blocks of several LBAs, so
+ * the zeroes at the end of the last block are taken as never written: LBAs of zeroes the host
+ * wrote last in a zone before a crash read the same but count as unwritten.
+ */
+void nhc_zns_rebuild(NhcCtrl *n)
+{
+    NhcZns *z = n->zns;
+
+    for (uint32_t zone = 0; z && zone < z->zones; zone++) {
+        uint64_t start = z->base + ((uint64_t)zone << (z->zsze_shift + n->lba_shift));
+        uint64_t end = 0, tail;
+        g_autofree uint8_t *buf = NULL;
+
+        nhc_drive_extents(n, start, z->cap, nhc_zns_data_end, &end);
+        if (!end) {
+            continue;
+        }
+        end -= start;
+        tail = MIN(end, 4096);
+        buf = g_malloc(tail);
+        if (blk_pread(n->blkconf.blk, start + end - tail, tail, buf, 0) == 0) {
+            while (tail && buffer_is_zero(buf + tail - n->lba_size, n->lba_size)) {
+                tail -= n->lba_size;
+                end -= n->lba_size;
+            }
+        }
+        if (end) {
+            nh_engine_mark_written(n->engine, z->base + zone * z->cap, end);
+        }
+    }
 }
 
 /* ------------------------------------------------------------------------------ identify */

@@ -408,6 +408,46 @@ def test_zones_survive_a_clean_restart(zoned, tmp_path):
     assert z.write(8, pattern(1, 6)).ok and z.append(0, pattern(1, 7))[1] == 9
 
 
+def power_cut(vm):
+    try:
+        vm.qmp.execute("qom-set", path=f"/machine/peripheral/{vm.DEVICE_ID}",
+                       property="power-cut", value=True)
+    except nq.QemuDied:
+        pass            # QEMU may stop before it answers
+    assert vm.proc.wait(30) == 0
+
+
+def test_power_cut_rolls_back_a_zoned_write_not_completed(zoned, tmp_path):
+    """The write pointer after a cut is where the durable data ends: a write the device had
+    not completed (its modeled time still ahead) is gone, and its LBAs read zeroes again."""
+    image = str(tmp_path / "zoned.img")
+    z = zoned(image=image)
+    assert z.write(0, pattern(8, 1)).ok
+    buf = z.c.dma_buffer(8 * LBA, pattern(8, 2))
+    z.c.submit(z.q, nq.sqe(nq.IO_WRITE, nsid=NSID, prp1=buf, cdw10=8, cdw12=7))
+    power_cut(z.vm)
+    z = zoned(image=image)
+    assert z.state(0) == (CLOSED, 0, 8)
+    assert z.read(0, 16)[1] == pattern(8, 1) + bytes(8 * LBA)
+    assert z.write(8, pattern(8, 3)).ok
+
+
+def test_killed_qemu_restarts_zones_from_their_data(zoned, tmp_path):
+    """SIGKILL: the state file is at most a checkpoint old; the write pointers come back
+    from the data in the drive."""
+    image = str(tmp_path / "zoned.img")
+    z = zoned(image=image)
+    assert z.write(0, pattern(3, 1)).ok
+    assert z.append(ZSZE, pattern(5, 2))[0].ok
+    z.vm.proc.kill()
+    z.vm.proc.wait()
+    z = zoned(image=image)
+    assert [z.state(i) for i in range(3)] == [
+        (CLOSED, 0, 3), (CLOSED, ZSZE, ZSZE + 5), (EMPTY, 2 * ZSZE, 2 * ZSZE)]
+    assert z.read(ZSZE, 5)[1] == pattern(5, 2)
+    assert z.append(0, pattern(1, 3))[1] == 3
+
+
 def test_malformed_zoned_commands_never_crash(zoned):
     z = zoned()
     bad = [
