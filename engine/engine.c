@@ -276,6 +276,17 @@ static bool resolve_with_zones(NhConfig *cfg, const NhParts *parts, uint64_t cap
     return true;
 }
 
+/* What the geometry offers: the conventional blocks after op, the zones' blocks whole (a zone
+ * has no over-provisioning: nothing is ever collected there). */
+static uint64_t logical_bytes_of(const NhEngine *eng)
+{
+    const NhGeometry *g = &eng->nand->g;
+    uint64_t conv = (uint64_t)nh_zones_ftl_blocks(&eng->parts, g->blocks) * g->npu * g->pages;
+    uint64_t zoned = g->npages - conv;
+
+    return (logical_pages_of(conv, eng->cfg.op) + zoned) * g->page_size;
+}
+
 /* The write buffer's view of what lies below it: the FTL, on the NAND timelines. */
 static uint64_t sink_write(void *ctx, const NhFtlWrite *w, uint64_t now)
 {
@@ -369,7 +380,7 @@ NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
     eng->lpages = lpages;
     eng->ops = nh_ftl_find(c.ftl);
     eng->nand = nh_nand_new(&eng->cfg, &eng->stats, &eng->parts);
-    eng->logical_bytes = logical_pages_of(eng->nand->g.npages, c.op) * c.page_size;
+    eng->logical_bytes = logical_bytes_of(eng);
     env = nh_engine_ftl_env(eng);
     eng->ftl = eng->ops->create(&env, errp);
     if (!eng->ftl) {

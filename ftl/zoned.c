@@ -33,8 +33,7 @@ static void set_state(NhZoned *zd, NhZone *zn, NhZoneState st)
     zn->state = st;
 }
 
-bool nh_zoned_refuse(NhZoned *zd, GError **errp, NhZoneError code,
-                                       const char *fmt, ...)
+bool nh_zoned_refuse(NhZoned *zd, GError **errp, NhZoneError code, const char *fmt, ...)
 {
     va_list ap;
     char *msg;
@@ -47,6 +46,9 @@ bool nh_zoned_refuse(NhZoned *zd, GError **errp, NhZoneError code,
     zd->c[NH_ZC_REFUSED]++;
     return false;
 }
+
+/* Every refusal of this file: zd and errp are always the caller's. */
+#define REFUSE(code, ...) nh_zoned_refuse(zd, errp, NH_ZONE_ERR_##code, __VA_ARGS__)
 
 NhZoned *nh_zoned_new(const NhZonesSettings *s, NhNand *nand, NhStats *st, uint64_t *counters,
                       uint32_t page_size, bool flash_unwritten)
@@ -103,7 +105,8 @@ static uint32_t plane_ppn(const NhZoned *zd, uint32_t zone, uint32_t i, uint32_t
     return zone_block(zd, zone, i, pip / pages) * pages + pip % pages;
 }
 
-uint32_t nh_zoned_ppn(const NhZoned *zd, uint32_t zone, uint32_t page)
+/* Page @page of zone @zone: its program unit on plane unit % width. */
+static uint32_t zone_ppn(const NhZoned *zd, uint32_t zone, uint32_t page)
 {
     uint32_t u = page / zd->wl;
     return plane_ppn(zd, zone, u % zd->s.width, u / zd->s.width * zd->wl + page % zd->wl);
@@ -151,7 +154,7 @@ static uint64_t program_to(NhZoned *zd, uint32_t zone, uint32_t to, uint64_t now
 
     nh_nand_batch_begin(zd->nand);
     for (; zn->programmed < to; zn->programmed++) {
-        uint64_t t = nh_nand_program(zd->nand, nh_zoned_ppn(zd, zone, zn->programmed), now);
+        uint64_t t = nh_nand_program(zd->nand, zone_ppn(zd, zone, zn->programmed), now);
         done = MAX(done, t);
     }
     nh_nand_batch_end(zd->nand);
@@ -222,11 +225,11 @@ static bool writable(NhZoned *zd, uint32_t zone, GError **errp)
 {
     switch (zd->z[zone].state) {
     case NH_ZONE_FULL:
-        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_FULL, "zone %u is full", zone);
+        return REFUSE(FULL, "zone %u is full", zone);
     case NH_ZONE_READ_ONLY:
-        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_READ_ONLY, "zone %u is read-only", zone);
+        return REFUSE(READ_ONLY, "zone %u is read-only", zone);
     case NH_ZONE_OFFLINE:
-        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_OFFLINE, "zone %u is offline", zone);
+        return REFUSE(OFFLINE, "zone %u is offline", zone);
     default:
         return true;
     }
@@ -256,13 +259,13 @@ static bool room_to_open(NhZoned *zd, uint32_t zone, bool implicit, uint32_t *vi
     *victim = UINT32_MAX;
     if (zd->z[zone].state == NH_ZONE_EMPTY && zd->s.max_active &&
         zd->nactive >= zd->s.max_active) {
-        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_TOO_MANY_ACTIVE, "zone %u: %u zones are active, "
+        return REFUSE(TOO_MANY_ACTIVE, "zone %u: %u zones are active, "
                       "the most zone-max-active allows", zone, zd->nactive);
     }
     if (lim && zd->nopen >= lim) {
         *victim = implicit ? implicit_victim(zd) : UINT32_MAX;
         if (*victim == UINT32_MAX) {
-            return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_TOO_MANY_OPEN, "zone %u: %u zones are open%s, "
+            return REFUSE(TOO_MANY_OPEN, "zone %u: %u zones are open%s, "
                           "the most zone-max-open allows", zone, zd->nopen,
                           implicit ? ", all explicitly" : "");
         }
@@ -315,7 +318,7 @@ bool nh_zoned_write(NhZoned *zd, uint32_t zone, uint64_t *off, uint64_t len, boo
     uint32_t victim = UINT32_MAX;
 
     if (zone >= zd->s.zones) {
-        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_INVALID, "zone %u: there are %u zones", zone,
+        return REFUSE(INVALID, "zone %u: there are %u zones", zone,
                       zd->s.zones);
     }
     zn = &zd->z[zone];
@@ -325,12 +328,12 @@ bool nh_zoned_write(NhZoned *zd, uint32_t zone, uint64_t *off, uint64_t len, boo
     if (append) {
         *off = zn->wp;
     } else if (*off != zn->wp) {
-        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_INVALID_WRITE, "zone %u: write at byte %"
+        return REFUSE(INVALID_WRITE, "zone %u: write at byte %"
                       G_GUINT64_FORMAT ", not at the write pointer %" G_GUINT64_FORMAT, zone,
                       *off, zn->wp);
     }
     if (len > zd->cap - zn->wp) {
-        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_BOUNDARY, "zone %u: %" G_GUINT64_FORMAT " bytes "
+        return REFUSE(BOUNDARY, "zone %u: %" G_GUINT64_FORMAT " bytes "
                       "at the write pointer %" G_GUINT64_FORMAT " pass its capacity %"
                       G_GUINT64_FORMAT, zone, len, zn->wp, zd->cap);
     }
@@ -359,14 +362,14 @@ bool nh_zoned_read(NhZoned *zd, uint64_t off, uint64_t len, uint64_t now, uint64
 
     for (uint64_t z = off / zd->cap; z <= (end - 1) / zd->cap; z++) {
         if (zd->z[z].state == NH_ZONE_OFFLINE) {
-            return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_OFFLINE, "zone %u is offline", (uint32_t)z);
+            return REFUSE(OFFLINE, "zone %u is offline", (uint32_t)z);
         }
     }
     nh_nand_batch_begin(zd->nand);
     for (uint64_t p = off / zd->page_size; p <= (end - 1) / zd->page_size; p++) {
         uint32_t zone = (uint32_t)(p / zd->zone_pages), page = (uint32_t)(p % zd->zone_pages);
         const NhZone *zn = &zd->z[zone];
-        uint32_t ppn = nh_zoned_ppn(zd, zone, page);
+        uint32_t ppn = zone_ppn(zd, zone, page);
         uint64_t tp = now;
 
         if (page < zn->programmed) {
@@ -395,10 +398,10 @@ static bool act(NhZoned *zd, NhZoneAction a, uint32_t zone, uint64_t now, uint64
     bool worn;
 
     if (zn->state == NH_ZONE_OFFLINE && a != NH_ZONE_OFFLINE_ACT) {
-        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_OFFLINE, "zone %u is offline", zone);
+        return REFUSE(OFFLINE, "zone %u is offline", zone);
     }
     if (zn->state == NH_ZONE_READ_ONLY && a != NH_ZONE_OFFLINE_ACT) {
-        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_READ_ONLY, "zone %u is read-only", zone);
+        return REFUSE(READ_ONLY, "zone %u is read-only", zone);
     }
     switch (a) {
     case NH_ZONE_OPEN:
@@ -425,7 +428,7 @@ static bool act(NhZoned *zd, NhZoneAction a, uint32_t zone, uint64_t now, uint64
     case NH_ZONE_FINISH:
         if (zn->state == NH_ZONE_EMPTY && zd->s.max_active && zd->nactive >= zd->s.max_active) {
             /* an empty zone is active while it is finished */
-            return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_TOO_MANY_ACTIVE, "zone %u: %u zones are active, "
+            return REFUSE(TOO_MANY_ACTIVE, "zone %u: %u zones are active, "
                           "the most zone-max-active allows", zone, zd->nactive);
         }
         if (zn->state != NH_ZONE_FULL) {
@@ -457,7 +460,7 @@ static bool act(NhZoned *zd, NhZoneAction a, uint32_t zone, uint64_t now, uint64
         }
         return true;
     }
-    return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_INVALID_TRANSITION, "zone %u: no transition from state "
+    return REFUSE(INVALID_TRANSITION, "zone %u: no transition from state "
                   "%#x by action %#x", zone, zn->state, a);
 }
 
@@ -485,12 +488,12 @@ bool nh_zoned_action(NhZoned *zd, NhZoneAction a, uint32_t zone, uint64_t now, u
     uint64_t t = now;
 
     if (a < NH_ZONE_CLOSE || a > NH_ZONE_OFFLINE_ACT) {
-        return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_INVALID, "zone action %#x is not one of close, "
+        return REFUSE(INVALID, "zone action %#x is not one of close, "
                       "finish, open, reset, offline", a);
     }
     if (zone != NH_ZONE_ALL) {
         if (zone >= zd->s.zones) {
-            return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_INVALID, "zone %u: there are %u zones", zone,
+            return REFUSE(INVALID, "zone %u: there are %u zones", zone,
                           zd->s.zones);
         }
         if (!act(zd, a, zone, now, &t, errp)) {
@@ -500,13 +503,11 @@ bool nh_zoned_action(NhZoned *zd, NhZoneAction a, uint32_t zone, uint64_t now, u
         return true;
     }
     if (a == NH_ZONE_OPEN) {
-        uint32_t closed = 0;
-        for (uint32_t i = 0; i < zd->s.zones; i++) {
-            closed += zd->z[i].state == NH_ZONE_CLOSED;
-        }
-        if (nh_zoned_open_limit(zd) && zd->nopen + closed > nh_zoned_open_limit(zd)) {
-            return nh_zoned_refuse(zd, errp, NH_ZONE_ERR_TOO_MANY_OPEN, "open all: %u closed zones and %u"
-                          " open pass zone-max-open (%u)", closed, zd->nopen, nh_zoned_open_limit(zd));
+        uint32_t closed = (uint32_t)nh_zoned_count(zd, NH_ZONE_CLOSED);
+        uint32_t lim = nh_zoned_open_limit(zd);
+        if (lim && zd->nopen + closed > lim) {
+            return REFUSE(TOO_MANY_OPEN, "open all: %u closed zones and %u open pass "
+                          "zone-max-open (%u)", closed, zd->nopen, lim);
         }
     }
     for (uint32_t i = 0; i < zd->s.zones; i++) {

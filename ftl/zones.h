@@ -85,9 +85,6 @@ G_GNUC_PRINTF(4, 5) bool nh_zoned_refuse(NhZoned *zd, GError **errp, NhZoneError
 /* The open limit in force (0 = none): an open zone is active, so max-active bounds it too. */
 uint32_t nh_zoned_open_limit(const NhZoned *zd);
 
-/* Page @page of zone @zone. */
-uint32_t nh_zoned_ppn(const NhZoned *zd, uint32_t zone, uint32_t page);
-
 /* Write [off, off + len) of zone @zone (@append: at its write pointer, *off receiving it). */
 bool nh_zoned_write(NhZoned *zd, uint32_t zone, uint64_t *off, uint64_t len, bool append,
                     uint64_t now, uint64_t *done, GError **errp);

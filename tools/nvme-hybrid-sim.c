@@ -208,6 +208,24 @@ static void print_buffer(JsonObject *cfg, JsonObject *host, JsonObject *buf, Jso
 /* The table: every line but the replay's wall time comes from the document, and
  * scripts/nh/table.py prints the same lines from it (tests/scripts/test_table.py holds them
  * equal). */
+/* The zoned region's line, with zones only. */
+static void print_zones(JsonObject *cfg, JsonObject *z)
+{
+    JsonObject *st = json_object_get_object_member(z, "state");
+
+    if (!strcmp(json_object_get_string_member(cfg, "zones"), "0")) {
+        return;
+    }
+#define I(o, k) ((unsigned long long)json_object_get_int_member(o, k))
+    printf("zones       %s: resets %llu (%llu erases)  finishes %llu (%llu pages padded)  "
+           "appends %llu  refused %llu; now %llu empty, %llu open, %llu closed, %llu full\n",
+           json_object_get_string_member(cfg, "zones"), I(z, "resets"), I(z, "reset_erases"),
+           I(z, "finishes"), I(z, "finish_pad_pages"), I(z, "appends"), I(z, "refused"),
+           I(st, "empty"), I(st, "implicitly_opened") + I(st, "explicitly_opened"),
+           I(st, "closed"), I(st, "full"));
+#undef I
+}
+
 static void print_table(const char *stats, double wall_s)
 {
     JsonParser *p = json_parser_new();
@@ -260,6 +278,7 @@ static void print_table(const char *stats, double wall_s)
                I(ftl, "translation_page_reads"), I(ftl, "translation_page_writes"));
     }
     print_placement(cfg, obj(root, "ftl.placement"));
+    print_zones(cfg, obj(root, "zones"));
     print_buffer(cfg, host, obj(root, "buffer"), obj(root, "cache"));
     if (I(drain, "page_programs") || I(drain, "time_ns")) {
         printf("drain       page programs %llu  erases %llu  gc copies %llu  in %.3f ms (counted "
@@ -457,6 +476,27 @@ static int check_options(uint64_t *capacity)
     return 0;
 }
 
+/* A zoned device's trace addresses the zones after the conventional space, so that space's
+ * size must be given and the addresses kept as they are. */
+static int check_zoned(const NhConfig *cfg)
+{
+    char *zones = nh_config_get(cfg, "zones");
+    bool zoned = strcmp(zones, "0") != 0;
+
+    g_free(zones);
+    if (zoned && !opt_capacity) {
+        fprintf(stderr, "nvme-hybrid-sim: zones: give the conventional space's size with "
+                "--capacity; the zones follow it (docs/simulator.md, Zoned traces)\n");
+        return 2;
+    }
+    if (zoned && opt_fit) {
+        fprintf(stderr, "nvme-hybrid-sim: --fit moves addresses, which a zoned trace must "
+                "keep (a zone is written at its write pointer)\n");
+        return 2;
+    }
+    return 0;
+}
+
 /* The trace read pages it never wrote (nor --fill did): say how many and what they cost. */
 static void warn_unwritten(const char *stats)
 {
@@ -581,13 +621,60 @@ static void fit_kept(const Scan *sc, uint64_t nreq)
  * Replay the first @nreq requests of @tr from time @base: at the trace's times (open loop) or,
  * with --qd, each as soon as one of the queue's slots is free.  *end_time: the last completion.
  */
+/* A zone operation of a zoned trace: an append or an action, on the zone holding its offset
+ * or with Select All. */
+static bool zone_op(NhEngine *eng, const NhTraceRec *rec, uint64_t now, uint64_t *done,
+                    GError **errp)
+{
+    uint64_t base = nh_engine_zone_base(eng), cap = nh_engine_zone_capacity(eng), off;
+    uint32_t zone = NH_ZONE_ALL;
+
+    if (!(rec->zone & NH_TRACE_ZONE_ALL)) {
+        if (!cap || rec->offset < base || (rec->offset - base) / cap >= nh_engine_zones(eng)) {
+            g_set_error(errp, NH_ZONE_ERROR, NH_ZONE_ERR_INVALID, "byte %" G_GUINT64_FORMAT
+                        " is in no zone (zones=%u after the conventional space's %"
+                        G_GUINT64_FORMAT " bytes)", rec->offset, nh_engine_zones(eng), base);
+            return false;
+        }
+        zone = (uint32_t)((rec->offset - base) / cap);
+    }
+    if (rec->zone == NH_TRACE_ZONE_APPEND) {
+        return nh_engine_zone_append(eng, zone, rec->length, 0, now, &off, done, errp);
+    }
+    return nh_engine_zone_action(eng, rec->zone & ~NH_TRACE_ZONE_ALL, zone, now, done, errp);
+}
+
+/* Refusals shown on standard error before the rest are only counted (zones.refused). */
+#define REFUSALS_SHOWN 20
+
+/* Serve one request of the trace.  A zone status (a write off the write pointer, a full zone,
+ * ...) is the device's answer, not the end of the run: it is shown with the line and the
+ * request completes at once. */
+static bool serve(NhEngine *eng, const NhTraceRec *rec, const NhRequest *req, uint64_t now,
+                  uint64_t *done, uint64_t *refusals, GError **errp)
+{
+    bool ok = rec->zone ? zone_op(eng, rec, now, done, errp)
+                        : nh_engine_submit(eng, req, now, done, errp);
+
+    if (ok || (*errp)->domain != NH_ZONE_ERROR) {
+        return ok;
+    }
+    if ((*refusals)++ < REFUSALS_SHOWN) {
+        fprintf(stderr, "nvme-hybrid-sim: %s:%u: refused: %s\n", opt_trace, rec->line,
+                (*errp)->message);
+    }
+    g_clear_error(errp);
+    *done = now;
+    return true;
+}
+
 static bool replay(NhEngine *eng, NhTrace *tr, const Scan *sc, uint64_t nreq,
                    uint64_t base, uint64_t *end_time, GError **errp)
 {
     Inflight inflight = { NULL, NULL, 0 };
     NhTraceRec buf;
     const NhTraceRec *rec;
-    uint64_t first = 0, now = base;
+    uint64_t first = 0, now = base, refusals = 0;
     uint32_t slot = 0;
     bool ok = true;
 
@@ -628,7 +715,7 @@ static bool replay(NhEngine *eng, NhTrace *tr, const Scan *sc, uint64_t nreq,
         if ((i & 0xffff) == 0xffff) {
             progress(i + 1, nreq);
         }
-        ok = nh_engine_submit(eng, &req, now, &done, errp);
+        ok = serve(eng, rec, &req, now, &done, &refusals, errp);
         if (!ok) {
             g_prefix_error(errp, "%s: request %" G_GUINT64_FORMAT ": ", opt_trace, i + 1);
             break;
@@ -640,6 +727,10 @@ static bool replay(NhEngine *eng, NhTrace *tr, const Scan *sc, uint64_t nreq,
         *end_time = MAX(*end_time, done);
     }
     progress(0, 0);
+    if (refusals > REFUSALS_SHOWN) {
+        fprintf(stderr, "nvme-hybrid-sim: %" G_GUINT64_FORMAT " requests refused in all (the "
+                "first %d shown)\n", refusals, REFUSALS_SHOWN);
+    }
     g_free(inflight.done);
     g_free(inflight.heap);
     return ok && !*errp;     /* a read error of the trace ends the loop with *errp set */
@@ -738,6 +829,18 @@ static NhEngine *engine_for(const NhConfig *cfg, uint64_t *capacity, uint64_t ma
     return eng;
 }
 
+/* The device's keys from --device, checked for a zoned trace's needs. */
+static int device_config(NhConfig *cfg)
+{
+    GError *err = NULL;
+
+    nh_config_defaults(cfg);
+    if (!nh_config_parse(cfg, opt_device, &err)) {
+        return fail(err);
+    }
+    return check_zoned(cfg);
+}
+
 int main(int argc, char **argv)
 {
     GOptionContext *ctx = g_option_context_new("- replay a block trace through the SSD engine");
@@ -771,9 +874,9 @@ int main(int argc, char **argv)
     if (r) {
         return r;
     }
-    nh_config_defaults(&cfg);
-    if (!nh_config_parse(&cfg, opt_device, &err)) {
-        return fail(err);
+    r = device_config(&cfg);
+    if (r) {
+        return r;
     }
     if (opt_fit && !(fit = fit_new(cfg.page_size, &err))) {
         return fail(err);

@@ -37,10 +37,54 @@ static inline bool scan_u64(const char **pp, uint64_t *v)
 }
 
 
+/* Zone operations' types, after 0 (write) and 1 (read): append, then Zone Management Send's
+ * actions. */
+static const uint8_t zone_types[] = {
+    NH_TRACE_ZONE_APPEND, NH_ZONE_RESET, NH_ZONE_FINISH, NH_ZONE_OPEN, NH_ZONE_CLOSE,
+    NH_ZONE_OFFLINE_ACT,
+};
+
+/* A zone operation (type 2..7): an append of @n sectors to the zone holding sector @f_lba, or
+ * an action on it (sectors 0), on every zone the action selects with lba `all`. */
+static int parse_zone(NhTraceParse *tr, char **f, uint64_t type, NhTraceRec *rec,
+                      const char **why)
+{
+    uint64_t lba = 0, n;
+    bool all = !strcmp(f[2], "all");
+
+    if ((!all && !to_u64(f[2], 10, &lba)) || !to_u64(f[3], 10, &n)) {
+        *why = "a field is not a non-negative integer";
+        return -1;
+    }
+    rec->zone = zone_types[type - 2];
+    rec->op = NH_OP_WRITE;
+    if (rec->zone == NH_TRACE_ZONE_APPEND) {
+        if (all) {
+            *why = "an append (type 2) names its zone by an lba in it, not all";
+            return -1;
+        }
+        return trace_lba_range(tr, lba, n, rec, why);
+    }
+    if (n) {
+        *why = "a zone action (types 3-7) has 0 sectors";
+        return -1;
+    }
+    if ((*why = trace_sectors_why(tr, "lba", lba))) {
+        return -1;
+    }
+    rec->zone |= all ? NH_TRACE_ZONE_ALL : 0;
+    rec->offset = lba * 512;
+    rec->length = 0;
+    return 1;
+}
+
 /*
  * MQSim / DiskSim ASCII: time_ns device lba(512 B) sectors type(0 write, 1 read), and optionally
  * a sixth field, the write's placement tag (stream identifier, 0 untagged).  The device number
- * is ignored: all devices are folded into one address space (their LBAs overlap).
+ * is ignored: all devices are folded into one address space (their LBAs overlap).  Zoned
+ * traces (docs/simulator.md) add types 2 (zone append), 3 (reset), 4 (finish), 5 (open),
+ * 6 (close) and 7 (offline); an action's lba may be `all` (Select All).  Type 8 deallocates
+ * (trim), so that the same workload can delete data on a conventional device.
  */
 int trace_parse_mqsim(NhTraceParse *tr, char *line, NhTraceRec *rec, const char **why)
 {
@@ -70,20 +114,29 @@ int trace_parse_mqsim(NhTraceParse *tr, char *line, NhTraceRec *rec, const char 
         *why = "stream must be an integer from 0 to 65535";
         return -1;
     }
-    if (!to_u64(f[0], 10, &t) || !to_u64(f[1], 10, &dev) || !to_u64(f[2], 10, &lba) ||
-        !to_u64(f[3], 10, &n) || !to_u64(f[4], 10, &type)) {
+    if (!to_u64(f[0], 10, &t) || !to_u64(f[1], 10, &dev) || !to_u64(f[4], 10, &type)) {
         *why = "a field is not a non-negative integer";
         return -1;
     }
-    if (type > 1) {
-        *why = "type must be 0 (write) or 1 (read)";
+    if (type > 8) {
+        *why = "type must be 0 (write), 1 (read), 8 (trim) or a zone operation: 2 (append), "
+               "3 (reset), 4 (finish), 5 (open), 6 (close), 7 (offline)";
+        return -1;
+    }
+    rec->time_ns = t;
+    rec->stream = (uint16_t)stream;
+    if (type >= 2 && type <= 7) {
+        return parse_zone(tr, f, type, rec, why);
+    }
+    if (!to_u64(f[2], 10, &lba) || !to_u64(f[3], 10, &n)) {
+        *why = "a field is not a non-negative integer";
         return -1;
     }
     if (trace_lba_range(tr, lba, n, rec, why) < 0) {
         return -1;
     }
     rec->time_ns = t;
-    rec->op = type ? NH_OP_READ : NH_OP_WRITE;
+    rec->op = type == 8 ? NH_OP_TRIM : type ? NH_OP_READ : NH_OP_WRITE;
     rec->stream = (uint16_t)stream;
     return 1;
 }

@@ -266,6 +266,8 @@ int nh_trace_next(NhTrace *t, NhTraceRec *rec, GError **errp)
             continue;
         } else {
             rec->stream = 0;
+            rec->zone = 0;
+            rec->line = (uint32_t)MIN(t->p.lineno, UINT32_MAX);
             r = t->parse(&t->p, line, rec, &why);
         }
         if (r < 0 && t->skip_bad) {

@@ -18,12 +18,18 @@
 
 #include "engine.h"
 
+/* A zone operation of a zoned trace (NhTraceRec.zone): 0 for none, else one of these or an
+ * NhZoneAction, with NH_TRACE_ZONE_ALL for the action's Select All. */
+enum { NH_TRACE_ZONE_APPEND = 0x10, NH_TRACE_ZONE_ALL = 0x80 };
+
 /* 32 bytes: the simulator keeps a trace's requests in memory (nvme-hybrid-sim.c). */
 typedef struct NhTraceRec {
     uint64_t time_ns;
-    uint64_t offset, length;
-    NhOp     op;
+    uint64_t offset, length;    /* a zone action: offset names the zone, length 0 */
+    uint8_t  op;        /* NhOp */
+    uint8_t  zone;      /* a zone operation (above); op is then NH_OP_WRITE for an append */
     uint16_t stream;    /* placement tag (mqsim's optional sixth column), 0 = untagged */
+    uint32_t line;      /* the trace line, for messages (UINT32_MAX beyond) */
 } NhTraceRec;
 
 typedef struct NhTrace NhTrace;

@@ -13,7 +13,8 @@
  * Input: byte 0 picks the configuration, byte 1 holds flags (bit 0: save the state at the end
  * and load it into a fresh engine, which must map the same pages), then 8 bytes per operation:
  *   op        mod 16: write (6 in 16), read (2), trim, flush, FUA write, stream release,
- *             reclaim unit close, idle GC, power loss, drain
+ *             reclaim unit close, idle GC, power loss, drain; with zones, stream release
+ *             and reclaim unit close are a zoned read, write or append and a zone action
  *   page      16 bits, modulo the logical pages plus 4 (so that some requests run past the end)
  *   len       low nibble: pages - 1; high nibble, bit 0: unaligned (offset and length moved by
  *             the sector count in the next byte)
@@ -28,6 +29,9 @@
  *  - the mapping is what the host did: a write maps every page it touches, a trim unmaps the
  *    pages it covers whole, power loss unmaps what the engine reports lost; pages a lost range
  *    covers only in part are not checked again until rewritten;
+ *  - zone operations: a refusal is a zone status or a range error and changes no zone; a
+ *    write or append moves its zone's write pointer by its length exactly; power loss reports
+ *    zoned ranges inside the zoned space;
  *  - nh_engine_check() is clean every 64 operations and at the end;
  *  - a saved and reloaded state maps the same pages.
  *
@@ -78,6 +82,9 @@ static const char *const configs[] = {
     SMALL "pages=16,buffer=lru,buffer-size=64K,buffer-volatile=off",
     SMALL "pages=16,ftl=fast,buffer=bplru,buffer-size=128K",
     SMALL "pages=16,cache-size=64K",
+    /* the zoned region after the conventional space: ops 11 and 12 are zone operations */
+    SMALL "pages=16,ftl=page,streams=0,zones=6,zone-width=2,zone-blocks=2,zone-max-open=2,"
+          "zone-max-active=4,pe-cycles=40",
 };
 #define NCONFIGS G_N_ELEMENTS(configs)
 
@@ -131,7 +138,16 @@ static void check(const Run *r, const char *when)
 static void lost(void *opaque, uint64_t offset, uint64_t length)
 {
     Run *r = opaque;
+    uint64_t zbase = nh_engine_zone_base(r->e);
+    uint64_t zend = zbase + nh_engine_zones(r->e) * nh_engine_zone_capacity(r->e);
 
+    if (nh_engine_zones(r->e) && offset >= zbase) {
+        if (length == 0 || offset + length > zend) {
+            FAIL("power loss reported [%" PRIu64 ", +%" PRIu64 ") outside the zoned space",
+                 offset, length);
+        }
+        return;
+    }
     if (length == 0 || offset + length > CAP) {
         FAIL("power loss reported [%" PRIu64 ", +%" PRIu64 ") outside the space",
              offset, length);
@@ -187,6 +203,72 @@ static void submit(Run *r, NhOp op, uint32_t flags, const uint8_t *o)
     }
 }
 
+#define MAX_ZONES 8
+
+static void zones_of(NhEngine *e, NhZoneInfo *z)
+{
+    if (nh_engine_zones(e) > MAX_ZONES) {
+        FAIL("a configuration with more than %d zones", MAX_ZONES);
+    }
+    for (uint32_t i = 0; i < nh_engine_zones(e); i++) {
+        nh_engine_zone_info(e, i, &z[i]);
+    }
+}
+
+static bool same_zones(const NhZoneInfo *a, const NhZoneInfo *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (a[i].state != b[i].state || a[i].wp != b[i].wp) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A zoned read, write (at the write pointer, or off it) or append (@action false), or a zone
+ * action (true); zone index zones means Select All for an action, no zone otherwise. */
+static void zone_op(Run *r, const uint8_t *o, bool action)
+{
+    uint32_t zones = nh_engine_zones(r->e), zone = o[1] % (zones + 1);
+    uint64_t cap = nh_engine_zone_capacity(r->e), len = ((uint64_t)(o[3] & 15) + 1) * 512;
+    NhZoneInfo before[MAX_ZONES], after[MAX_ZONES];
+    NhRequest q = { .op = o[4] & 1 ? NH_OP_READ : NH_OP_WRITE, .length = len };
+    uint64_t done = 0, off = 0;
+    GError *err = NULL;
+    bool ok;
+
+    zones_of(r->e, before);
+    q.offset = nh_engine_zone_base(r->e) + zone * cap + (zone < zones ? before[zone].wp : 0) +
+               (o[4] & 2 ? (uint64_t)o[5] * 512 : 0);
+    if (action) {
+        ok = nh_engine_zone_action(r->e, (NhZoneAction)(o[3] % 7),
+                                   zone == zones ? NH_ZONE_ALL : zone, r->now, &done, &err);
+    } else if (o[3] & 16) {
+        ok = nh_engine_zone_append(r->e, zone, len, 0, r->now, &off, &done, &err);
+    } else {
+        ok = nh_engine_submit(r->e, &q, r->now, &done, &err);
+    }
+    zones_of(r->e, after);
+    if (!ok) {
+        if (err->domain != NH_ZONE_ERROR && err->domain != NH_ERROR) {
+            FAIL("zone operation refused outside NH_ZONE_ERROR and NH_ERROR: %s", err->message);
+        }
+        if (!same_zones(before, after, zones)) {
+            FAIL("a refused zone operation changed a zone: %s", err->message);
+        }
+        g_error_free(err);
+        return;
+    }
+    if (done < r->now) {
+        FAIL("zone operation completes at %" PRIu64 ", before it arrived", done);
+    }
+    if (!action && (o[3] & 16 || q.op == NH_OP_WRITE) &&
+        after[zone].wp != before[zone].wp + len) {
+        FAIL("zone %u: a write of %" PRIu64 " moved its write pointer %" PRIu64 " -> %" PRIu64,
+             zone, len, before[zone].wp, after[zone].wp);
+    }
+}
+
 static void operate(Run *r, const uint8_t *o)
 {
     uint32_t limit = nh_engine_stream_limit(r->e);
@@ -210,9 +292,17 @@ static void operate(Run *r, const uint8_t *o)
         submit(r, NH_OP_WRITE, NH_REQ_FUA, o);
         break;
     case 11:
+        if (nh_engine_zones(r->e)) {
+            zone_op(r, o, false);
+            break;
+        }
         nh_engine_stream_release(r->e, o[5] % (limit + 2));
         break;
     case 12:
+        if (nh_engine_zones(r->e)) {
+            zone_op(r, o, true);
+            break;
+        }
         if (nh_engine_stream_unit_close(r->e, o[5] % (limit + 2)) > nh_engine_unit_bytes(r->e)) {
             FAIL("a reclaim unit closed with more bytes left than a unit holds");
         }
@@ -246,6 +336,17 @@ static void save_and_reload(Run *r, size_t kind)
     }
     g_bytes_unref(fe);
     compare(r, b, "after save and load");
+    for (uint32_t i = 0; i < nh_engine_zones(b); i++) {
+        NhZoneInfo x, y;
+        nh_engine_zone_info(r->e, i, &x);
+        nh_engine_zone_info(b, i, &y);
+        /* a restart is a controller reset: open zones come back closed */
+        if (x.wp != y.wp || (x.state != y.state && y.state != NH_ZONE_CLOSED &&
+                             y.state != NH_ZONE_EMPTY)) {
+            FAIL("zone %u after save and load: state %#x wp %" PRIu64 ", was %#x %" PRIu64, i,
+                 y.state, y.wp, x.state, x.wp);
+        }
+    }
     nh_engine_free(b);
 }
 

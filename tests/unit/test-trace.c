@@ -176,7 +176,10 @@ static void test_malformed(void)
     expect_bad("mqsim", "1 0 0 8 0 x\n", "1", "stream must be");
     expect_bad("mqsim", "1 0 x 8 0\n", "1", "not a non-negative integer");
     expect_bad("mqsim", "1 0 -5 8 0\n", "1", "not a non-negative integer");
-    expect_bad("mqsim", "1 0 0 8 2\n", "1", "type must be 0");
+    expect_bad("mqsim", "1 0 0 8 9\n", "1", "type must be 0");
+    expect_bad("mqsim", "1 0 0 8 3\n", "1", "a zone action (types 3-7) has 0 sectors");
+    expect_bad("mqsim", "1 0 all 8 2\n", "1", "an append (type 2) names its zone");
+    expect_bad("mqsim", "1 0 0 0 2\n", "1", "sectors");
     expect_bad("mqsim", "\n\n1 0 0 0 1\n", "3", "sectors must be at least 1");
     /* an address out of range is named as such (it was "size must be between 1 and 2^54
      * sectors") */
@@ -258,6 +261,70 @@ static void test_mqsim_stream(void)
     nh_trace_close(t);
     g_unlink(p);
     g_free(p);
+}
+
+/* Zoned traces: append and the actions, Select All as lba `all`, the line of each. */
+static void test_mqsim_zones(void)
+{
+    char *p = write_tmp("1 0 8192 8 2\n# a comment\n2 0 all 0 3\n3 0 9216 0 4\n4 0 0 0 5\n"
+                        "5 0 0 0 6\n6 0 all 0 7\n7 0 8 8 1\n8 0 8 8 8\n");
+    NhTrace *t = nh_trace_open(p, "mqsim", NULL);
+    const uint8_t want[] = { NH_TRACE_ZONE_APPEND, NH_ZONE_RESET | NH_TRACE_ZONE_ALL,
+                             NH_ZONE_FINISH, NH_ZONE_OPEN, NH_ZONE_CLOSE,
+                             NH_ZONE_OFFLINE_ACT | NH_TRACE_ZONE_ALL, 0, 0 };
+    const uint32_t lines[] = { 1, 3, 4, 5, 6, 7, 8, 9 };
+    NhTraceRec r;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_assert_cmpint(nh_trace_next(t, &r, NULL), ==, 1);
+        g_assert_cmpuint(r.zone, ==, want[i]);
+        g_assert_cmpuint(r.line, ==, lines[i]);
+    }
+    g_assert_cmpint(r.op, ==, NH_OP_TRIM);      /* type 8 */
+    g_assert_cmpint(nh_trace_next(t, &r, NULL), ==, 0);
+    nh_trace_close(t);
+    g_unlink(p);
+    g_free(p);
+}
+
+/* The simulator replays a zoned trace: zone statuses are refusals naming the line, and the run
+ * goes on; a zoned device needs --capacity. */
+static void test_sim_zones(void)
+{
+    char *p = write_tmp("0 0 8192 16 0\n1000 0 8192 8 2\n2000 0 8192 16 0\n3000 0 8192 16 1\n"
+                        "4000 0 8192 0 3\n5000 0 0 8 0\n");
+    char *dev = "channels=2,ways=2,dies=1,planes=2,pages=16,page-size=4K,cell=slc,ftl=page,"
+                "zones=8,streams=0";
+    char *argv[] = { "-d", dev, "-t", p, "-f", "mqsim", "-c", "4M", "-j", NULL };
+    char *no_cap[] = { "-d", dev, "-t", p, "-f", "mqsim", NULL };
+    char *out, *errs = NULL, *where = g_strdup_printf("%s:3: refused: zone 0: write at byte 0, "
+                                                      "not at the write pointer 12288", p);
+    int status;
+
+    out = run_sim(argv, &status, &errs);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, where));
+    g_assert_cmpuint(unit_json_uint(out, "zones.appends"), ==, 1);
+    g_assert_cmpuint(unit_json_uint(out, "zones.resets"), ==, 1);
+    g_assert_cmpuint(unit_json_uint(out, "zones.refused"), ==, 1);
+    g_assert_cmpuint(unit_json_uint(out, "host.write_cmds"), ==, 3);
+    g_free(out);
+    g_free(errs);
+    {   /* the table has a zones line */
+        char *table[] = { "-d", dev, "-t", p, "-f", "mqsim", "-c", "4M", NULL };
+        out = run_sim(table, &status, &errs);
+        g_assert_nonnull(strstr(out, "zones       8: resets 1 (3 erases)"));
+        g_free(out);
+        g_free(errs);
+    }
+    out = run_sim(no_cap, &status, &errs);
+    g_assert_false(g_spawn_check_wait_status(status, NULL));
+    g_assert_nonnull(strstr(errs, "zones: give the conventional space's size with --capacity"));
+    g_free(out);
+    g_free(errs);
+    g_unlink(p);
+    g_free(p);
+    g_free(where);
 }
 
 /* --skip-bad's counting: bad lines are passed over, counted, the first one named. */
@@ -350,6 +417,8 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/malformed", test_malformed);
     g_test_add_func("/trace/mqsim-stream", test_mqsim_stream);
     g_test_add_func("/trace/skip-bad", test_skip_bad);
+    g_test_add_func("/trace/mqsim-zones", test_mqsim_zones);
+    g_test_add_func("/trace/sim-zones", test_sim_zones);
     g_test_add_func("/trace/real/mqsim", test_real_mqsim);
     g_test_add_func("/trace/real/cpcsv", test_real_cpcsv);
     return g_test_run();

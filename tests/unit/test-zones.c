@@ -11,10 +11,19 @@
 #define CAP (4u << 20)
 #define ZCAP (512u << 10)
 
+/* The test device with zones=8, @more's keys over it. */
 static NhEngine *zengine(const char *more)
 {
-    g_autofree char *props = g_strconcat(GEO, ",ftl=page,zones=8", *more ? "," : "", more, NULL);
-    return unit_engine(props, CAP);
+    NhConfig c;
+    GError *err = NULL;
+    NhEngine *e;
+
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, GEO ",ftl=page,zones=8", &err));
+    g_assert_true(nh_config_parse(&c, more, &err));
+    e = nh_engine_new(&c, CAP, &err);
+    g_assert_no_error(err);
+    return e;
 }
 
 static NhZoneState zstate(NhEngine *e, uint32_t z)
@@ -77,6 +86,9 @@ static void test_geometry(void)
     {
         NhEngine *plain = unit_engine(GEO ",ftl=page", CAP);
         g_assert_cmpuint(nh_engine_config(e)->blocks, ==, nh_engine_config(plain)->blocks + 8);
+        /* the zones count whole in what the geometry offers: no over-provisioning there */
+        g_assert_cmpuint(nh_engine_logical_capacity(e), ==,
+                         nh_engine_logical_capacity(plain) + 8 * ZCAP);
         nh_engine_free(plain);
     }
     unit_check(e);
@@ -324,6 +336,7 @@ static void test_flash(void)
     g_assert_cmpuint(unit_stat(e, "host", "unwritten_read_pages"), ==, 124);
     /* 4 pages on 4 planes: each plane's first block started, padded to 16 pages */
     g_assert_cmpint(zact(e, NH_ZONE_FINISH, 0, 3000000), ==, OK);
+    g_assert_cmpuint(zwp(e, 0), ==, ZCAP);
     g_assert_cmpuint(unit_stat(e, "zones", "finish_pad_pages"), ==, 60);
     g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 64);
     unit_check(e);
@@ -348,9 +361,11 @@ static void test_flash(void)
 /* Random operations on random zones, the model checked after every one: write pointers within
  * capacity, pages below them programmed, counts of open and active zones, zone blocks never
  * the FTL's; conventional writes meanwhile make the FTL collect garbage beside them. */
-static void test_random(void)
+static void random_ops(const char *more)
 {
-    NhEngine *e = zengine("zone-max-open=3,zone-max-active=5,pe-cycles=40");
+    g_autofree char *props = g_strconcat("zone-max-open=3,zone-max-active=5,pe-cycles=40,",
+                                         more, NULL);
+    NhEngine *e = zengine(props);
     GRand *rnd = g_rand_new_with_seed(28);
     uint64_t now = 0, done, off;
 
@@ -379,10 +394,35 @@ static void test_random(void)
     g_assert_cmpuint(unit_stat(e, "ftl", "gc_blocks"), >, 0);
     /* every path was taken: limits, Select All, wear to read-only and offline */
     g_assert_cmpuint(unit_stat(e, "zones", "implicit_closes"), >, 0);
-    g_assert_cmpuint(unit_stat(e, "zones", "finish_pad_pages"), >, 0);
+    g_assert_cmpuint(unit_stat(e, "zones", "finishes"), >, 0);
     g_assert_cmpuint(unit_stat(e, "zones", "resets"), >, 0);
     g_assert_cmpuint(unit_stat(e, "zones", "offlines"), >, 0);
     g_rand_free(rnd);
+    nh_engine_free(e);
+}
+
+/* ftl=page, and beside dftl's translation blocks, with alloc=dynamic, and on TLC word lines
+ * programmed one-shot (program units of 3 pages; 4 KiB writes stage) */
+static void test_random(void)
+{
+    random_ops("zone-finish=pad");
+    random_ops("zone-finish=mark,zone-width=2,zone-layout=packed,zone-blocks=2");
+    random_ops("ftl=dftl,cmt-size=4K,zone-width=4,zone-blocks=3");
+    random_ops("alloc=dynamic,zone-width=4");
+}
+
+static void test_random_one_shot(void)
+{
+    NhEngine *e;
+
+    random_ops("cell=tlc,one-shot=on,pages=18,zone-width=auto");
+    e = zengine("cell=tlc,one-shot=on,pages=18");
+    g_assert_cmpint(zwrite(e, 0, 0, 8192, 0), ==, OK);      /* 2 pages: staged */
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 0);
+    g_assert_cmpint(zwrite(e, 0, 8192, 4096, 10), ==, OK);  /* a word line: one program */
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 3);
+    g_assert_cmpuint(unit_stat(e, "nand", "program_ops"), ==, 1);
+    unit_check(e);
     nh_engine_free(e);
 }
 
@@ -514,6 +554,7 @@ int main(int argc, char **argv)
     g_test_add_func("/zones/limits", test_limits);
     g_test_add_func("/zones/flash", test_flash);
     g_test_add_func("/zones/random", test_random);
+    g_test_add_func("/zones/random-one-shot", test_random_one_shot);
     g_test_add_func("/zones/state", test_state);
     g_test_add_func("/zones/power", test_power);
     g_test_add_func("/zones/interference", test_interference);
