@@ -158,6 +158,14 @@ def test_command_set_identify_structures(zoned):
     assert_status(identify_cs(c, 0x06, 0, 1)[0], G, nq.SC_INVALID_FIELD, "no CSI 1")
 
 
+def test_io_command_set_profile_feature(zoned):
+    c = zoned().c
+    cqe = c.get_features(0x19)
+    assert cqe.ok and cqe.dw0 == 0, "index 0 of CNS 1Ch in force"
+    assert c.set_features(0x19, 0).ok
+    assert_status(c.set_features(0x19, 1), C, 0x2B, "I/O Command Set Combination Rejected")
+
+
 def test_nvm_only_controller_does_not_attach_the_zoned_namespace(zoned):
     z = zoned(css=0)
     cqe, data = z.c.identify(nq.CNS_ACTIVE_NS_LIST)
