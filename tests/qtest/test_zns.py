@@ -14,6 +14,7 @@ import pytest
 
 import nvme_qtest as nq
 from conftest import IMAGE_SIZE, MODEL, SERIAL, assert_status, assert_still_works
+from test_bar_pm import power_cut
 from test_properties import start
 
 pytestmark = pytest.mark.skipif(MODEL != "nvme-hybrid", reason="nvme-hybrid's zoned namespace")
@@ -414,15 +415,6 @@ def test_zones_survive_a_clean_restart(zoned, tmp_path):
         (FULL, 3 * ZSZE, 3 * ZSZE + ZCAP)] + [(EMPTY, i * ZSZE, i * ZSZE) for i in range(4, 8)])
     assert z.read(0, 8)[1] == pattern(1, 0) + pattern(7, 5)
     assert z.write(8, pattern(1, 6)).ok and z.append(0, pattern(1, 7))[1] == 9
-
-
-def power_cut(vm):
-    try:
-        vm.qmp.execute("qom-set", path=f"/machine/peripheral/{vm.DEVICE_ID}",
-                       property="power-cut", value=True)
-    except nq.QemuDied:
-        pass            # QEMU may stop before it answers
-    assert vm.proc.wait(30) == 0
 
 
 def test_power_cut_rolls_back_a_zoned_write_not_completed(zoned, tmp_path):
