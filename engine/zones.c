@@ -35,6 +35,12 @@ bool nh_engine_zoned_range(const NhEngine *eng, const NhRequest *req, GError **e
                     zoned_end(eng));
         return false;
     }
+    /* engine.h's rule for every request; a tag within it means nothing to a zone */
+    if (req->stream && req->stream > nh_engine_stream_limit(eng)) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "stream %u is above the %u host streams the "
+                    "device accepts (streams)", req->stream, nh_engine_stream_limit(eng));
+        return false;
+    }
     return true;
 }
 

@@ -158,6 +158,26 @@ static void lost(void *opaque, uint64_t offset, uint64_t length)
     }
 }
 
+/* A request that reached into the zoned region through the ordinary path: refused by the
+ * range and stream rules with NH_ERROR, else served or refused with a zone status. */
+static void zoned_submitted(Run *r, const NhRequest *q, bool ok, uint64_t done, GError *err)
+{
+    uint64_t end = nh_engine_zone_base(r->e) +
+                   nh_engine_zones(r->e) * nh_engine_zone_capacity(r->e);
+    bool legal = r->now <= NH_TIME_MAX && q->stream <= nh_engine_stream_limit(r->e) &&
+                 q->length > 0 && q->offset + q->length <= end;
+
+    if (ok ? !legal || done < r->now
+           : legal != (err->domain == NH_ZONE_ERROR)) {
+        FAIL("zoned op %d offset %" PRIu64 " length %" PRIu64 " stream %u: %s", q->op,
+             q->offset, q->length, q->stream, ok ? "accepted against the rules or early"
+                                                  : err->message);
+    }
+    if (err) {
+        g_error_free(err);
+    }
+}
+
 static void submit(Run *r, NhOp op, uint32_t flags, const uint8_t *o)
 {
     uint32_t limit = nh_engine_stream_limit(r->e);
@@ -180,6 +200,10 @@ static void submit(Run *r, NhOp op, uint32_t flags, const uint8_t *o)
     valid = r->now <= NH_TIME_MAX && (op == NH_OP_FLUSH ||
             (q.stream <= limit && q.length > 0 && q.offset + q.length <= CAP));
     ok = nh_engine_submit(r->e, &q, r->now, &done, &err);
+    if (op != NH_OP_FLUSH && nh_engine_zones(r->e) && q.offset >= nh_engine_zone_base(r->e)) {
+        zoned_submitted(r, &q, ok, done, err);
+        return;
+    }
     if (ok != valid) {
         FAIL("op %d offset %" PRIu64 " length %" PRIu64 " stream %u (limit %u): %s",
              op, q.offset, q.length, q.stream, limit,
@@ -262,6 +286,8 @@ static void zone_op(Run *r, const uint8_t *o, bool action)
     if (done < r->now) {
         FAIL("zone operation completes at %" PRIu64 ", before it arrived", done);
     }
+    /* the zone written: a full zone's write pointer is the next zone's start */
+    zone = o[3] & 16 ? zone : (uint32_t)((q.offset - nh_engine_zone_base(r->e)) / cap);
     if (!action && (o[3] & 16 || q.op == NH_OP_WRITE) &&
         after[zone].wp != before[zone].wp + len) {
         FAIL("zone %u: a write of %" PRIu64 " moved its write pointer %" PRIu64 " -> %" PRIu64,

@@ -246,6 +246,12 @@ static void test_errors(void)
     g_assert_cmpint(err->code, ==, E(INVALID));
     g_clear_error(&err);
     g_assert_cmpint(zact(e, NH_ZONE_OPEN, 8, 20), ==, E(INVALID));
+    {   /* engine.h's stream rule holds on the zoned region too (found by the fuzz target) */
+        NhRequest w = { .op = NH_OP_WRITE, .offset = CAP + 8192, .length = 4096, .stream = 1 };
+        g_assert_false(nh_engine_submit(e, &w, 20, &done, &err));
+        g_assert_true(err->domain == NH_ERROR);
+        g_clear_error(&err);
+    }
     g_assert_cmpint(zact(e, 0x7, 0, 20), ==, E(INVALID));
     g_assert_cmpuint(unit_stat(e, "zones", "refused"), ==, 7);
     g_assert_cmpuint(zwp(e, 0), ==, 8192);
