@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 # devices between them run every case a zoned NVMe namespace can.
 ZBD_GEOMETRY = "channels=2,ways=2,dies=1,planes=1,pages=48,page-size=4K,cell=slc,ba-size=0,"
 ZBD_DEVICES = {
-    "limited": (ZBD_GEOMETRY + "zones=32,zone-max-open=8,zone-max-active=12", "64M"),
+    "limited": (ZBD_GEOMETRY + "zones=32,zone-max-open=12,zone-max-active=16", "64M"),
     "wide": (ZBD_GEOMETRY + "zones=160,zone-max-open=14", "256M"),
 }
 
