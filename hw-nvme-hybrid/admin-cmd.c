@@ -192,7 +192,7 @@ static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
     id->sqes = (6 << 4) | 6;
     id->cqes = (4 << 4) | 4;
     id->maxcmd = cpu_to_le16(NHC_MAX_QENTRIES);
-    id->nn = cpu_to_le32(1);
+    id->nn = cpu_to_le32(n->zns ? NHC_ZNS_NSID : NHC_NSID);
     id->oncs = cpu_to_le16(NVME_ONCS_COMPARE | NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES |
                            NVME_ONCS_FEATURES | NVME_ONCS_TIMESTAMP);
     id->fuses = 0;
@@ -206,36 +206,58 @@ static uint16_t nhc_identify_ctrl(NhcCtrl *n, NhcReq *req)
     return nhc_dma_to_host(n, id, sizeof(*id), &req->cmd);
 }
 
+/* The size in LBAs of namespace @nsid, 0 when it is not an active namespace. */
+static uint64_t nhc_ns_size(NhcCtrl *n, uint32_t nsid)
+{
+    if (nsid == NHC_NSID) {
+        return n->nsze;
+    }
+    return nsid == NHC_ZNS_NSID && nhc_zns_active(n) ? nhc_zns_nsze(n) : 0;
+}
+
+/* Namespace @nsid's NGUID and EUI-64, unique per namespace (Linux ignores a namespace whose
+ * identifiers another one has); NSID 1's are what they were before a second one existed. */
+static void nhc_ns_ids(NhcCtrl *n, uint32_t nsid, uint8_t *nguid, uint8_t *eui64)
+{
+    uint64_t id = (uint64_t)(nsid - 1) << 32 | g_str_hash(n->serial);
+
+    stq_be_p(eui64, 0x5254000000000000ull | id);
+    stq_be_p(nguid, 0x6e766d652d687962ull);  /* "nvme-hyb" */
+    stq_be_p(nguid + 8, id);
+}
+
 static uint16_t nhc_identify_ns(NhcCtrl *n, NhcReq *req)
 {
     g_autofree NvmeIdNs *id = g_new0(NvmeIdNs, 1);
     uint32_t nsid = le32_to_cpu(req->cmd.nsid);
+    uint64_t nsze = nhc_ns_size(n, nsid);
+    bool zoned = nsid == NHC_ZNS_NSID;
     /* Preferred write granularity and optimal write size, in LBAs: what one program writes,
      * and a stripe of that on every die and plane (the engine knows both). */
     uint64_t npwg = nh_engine_program_bytes(n->engine) >> n->lba_shift;
     uint64_t nows = nh_engine_stripe_bytes(n->engine) >> n->lba_shift;
 
-    if (nsid != NHC_NSID) {
+    if (!nsze) {
         return NHC_ERR(NVME_INVALID_NSID);
     }
-    id->nsze = cpu_to_le64(n->nsze);
-    id->ncap = cpu_to_le64(n->nsze);
-    id->nuse = cpu_to_le64(n->nsze);
+    id->nsze = cpu_to_le64(nsze);
+    id->ncap = cpu_to_le64(nsze);
+    id->nuse = cpu_to_le64(nsze);
     id->nsfeat = 1 << 4;                        /* NPWG, NPWA, NPDG, NPDA, NOWS valid */
     id->nlbaf = 0;
     id->flbas = 0;
-    id->dlfeat = 1 | (1 << 3);                  /* deallocated reads as zeroes; WZ DEAC */
+    /* deallocated reads as zeroes (a reset zone, a zone's unwritten LBAs); Write Zeroes with
+     * DEAC deallocates (NSID 1: the zoned namespace has no Write Zeroes) */
+    id->dlfeat = zoned ? 1 : 1 | (1 << 3);
     id->lbaf[0].ds = n->lba_shift;
     id->endgid = cpu_to_le16(n->fdp ? NHC_ENDGID : 0);
-    nhc_put_le128(id->nvmcap, n->ns_bytes);
+    nhc_put_le128(id->nvmcap, zoned ? nhc_zns_bytes(n) : n->ns_bytes);
     id->npwg = cpu_to_le16(MIN(npwg, 0x10000) - 1);
     id->npwa = id->npwg;
     id->npdg = id->npwg;
     id->npda = id->npwg;
     id->nows = cpu_to_le16(MIN(nows, 0x10000) - 1);
-    stq_be_p(&id->eui64, 0x5254000000000000ull | (g_str_hash(n->serial) & 0xffffffffu));
-    stq_be_p(&id->nguid[0], 0x6e766d652d687962ull);  /* "nvme-hyb" */
-    stq_be_p(&id->nguid[8], g_str_hash(n->serial));
+    nhc_ns_ids(n, nsid, id->nguid, (uint8_t *)&id->eui64);
     return nhc_dma_to_host(n, id, sizeof(*id), &req->cmd);
 }
 
@@ -243,12 +265,15 @@ static uint16_t nhc_identify_active_ns(NhcCtrl *n, NhcReq *req)
 {
     uint32_t list[1024] = { 0 };
     uint32_t nsid = le32_to_cpu(req->cmd.nsid);
+    int i = 0;
 
     if (nsid >= 0xfffffffe) {
         return NHC_ERR(NVME_INVALID_NSID);
     }
-    if (nsid < NHC_NSID) {
-        list[0] = cpu_to_le32(NHC_NSID);
+    for (uint32_t ns = NHC_NSID; ns <= NHC_ZNS_NSID; ns++) {
+        if (ns > nsid && nhc_ns_size(n, ns)) {
+            list[i++] = cpu_to_le32(ns);
+        }
     }
     return nhc_dma_to_host(n, list, sizeof(list), &req->cmd);
 }
@@ -256,37 +281,76 @@ static uint16_t nhc_identify_active_ns(NhcCtrl *n, NhcReq *req)
 static uint16_t nhc_identify_ns_descriptors(NhcCtrl *n, NhcReq *req)
 {
     uint8_t buf[4096] = { 0 };
+    uint32_t nsid = le32_to_cpu(req->cmd.nsid);
+    uint8_t eui64[8];
     NvmeIdNsDescr *d;
     uint8_t *p = buf;
 
-    if (le32_to_cpu(req->cmd.nsid) != NHC_NSID) {
+    if (!nhc_ns_size(n, nsid)) {
         return NHC_ERR(NVME_INVALID_NSID);
     }
     d = (NvmeIdNsDescr *)p;
     d->nidt = NVME_NIDT_NGUID;
     d->nidl = NVME_NIDL_NGUID;
     p += sizeof(*d);
-    stq_be_p(p, 0x6e766d652d687962ull);
-    stq_be_p(p + 8, g_str_hash(n->serial));
+    nhc_ns_ids(n, nsid, p, eui64);
     p += NVME_NIDL_NGUID;
     d = (NvmeIdNsDescr *)p;
     d->nidt = NVME_NIDT_CSI;
     d->nidl = NVME_NIDL_CSI;
     p += sizeof(*d);
-    *p = NVME_CSI_NVM;
+    *p = nsid == NHC_ZNS_NSID ? NVME_CSI_ZONED : NVME_CSI_NVM;
     return nhc_dma_to_host(n, buf, sizeof(buf), &req->cmd);
 }
 
-/* I/O Command Set specific Identify Controller, NVM command set: all limits 0, i.e. none beyond
- * MDTS (Write Zeroes, Verify) and the 256 ranges Dataset Management allows. */
-static uint16_t nhc_identify_ctrl_nvm(NhcCtrl *n, NhcReq *req)
+/* I/O Command Set specific Identify Controller: NVM command set, all limits 0, i.e. none beyond
+ * MDTS (Write Zeroes, Verify) and the 256 ranges Dataset Management allows; or zoned (zns.c). */
+static uint16_t nhc_identify_ctrl_cs(NhcCtrl *n, NhcReq *req)
 {
     g_autofree NvmeIdCtrlNvm *id = g_new0(NvmeIdCtrlNvm, 1);
+    uint8_t csi = ((NvmeIdentify *)&req->cmd)->csi;
 
-    if (((NvmeIdentify *)&req->cmd)->csi != NVME_CSI_NVM) {
+    if (csi == NVME_CSI_ZONED && n->zns) {
+        return nhc_zns_identify_ctrl(n, req);
+    }
+    if (csi != NVME_CSI_NVM) {
         return NHC_ERR(NVME_INVALID_FIELD);
     }
     return nhc_dma_to_host(n, id, sizeof(*id), &req->cmd);
+}
+
+/* I/O Command Set specific Identify Namespace: the NVM command set's has nothing beyond
+ * Identify Namespace here (all zero); the zoned one's is zns.c's. */
+static uint16_t nhc_identify_ns_cs(NhcCtrl *n, NhcReq *req)
+{
+    uint8_t csi = ((NvmeIdentify *)&req->cmd)->csi;
+    uint32_t nsid = le32_to_cpu(req->cmd.nsid);
+    uint8_t zero[NVME_IDENTIFY_DATA_SIZE] = { 0 };
+
+    if (!nhc_ns_size(n, nsid)) {
+        return NHC_ERR(NVME_INVALID_NSID);
+    }
+    if (csi != (nsid == NHC_ZNS_NSID ? NVME_CSI_ZONED : NVME_CSI_NVM)) {
+        return NHC_ERR(NVME_INVALID_FIELD);     /* not the namespace's command set */
+    }
+    return csi == NVME_CSI_ZONED ? nhc_zns_identify_ns(n, req)
+                                 : nhc_dma_to_host(n, zero, sizeof(zero), &req->cmd);
+}
+
+/*
+ * Identify I/O Command Set data structure (CNS 1Ch): the combinations the controller offers
+ * under CC.CSS = 110b; with a zoned namespace, one: NVM and Zoned Namespace (index 0, which
+ * the I/O Command Set Profile feature leaves selected).
+ */
+static uint16_t nhc_identify_iocs(NhcCtrl *n, NhcReq *req)
+{
+    uint64_t vec[NVME_IDENTIFY_DATA_SIZE / 8] = { 0 };
+
+    if (!n->zns) {
+        return NHC_ERR(NVME_INVALID_FIELD);     /* CAP.CSS offers the NVM command set only */
+    }
+    vec[0] = cpu_to_le64(1u << NVME_CSI_NVM | 1u << NVME_CSI_ZONED);
+    return nhc_dma_to_host(n, vec, sizeof(vec), &req->cmd);
 }
 
 static uint16_t nhc_admin_identify(NhcCtrl *n, NhcReq *req)
@@ -299,7 +363,9 @@ static uint16_t nhc_admin_identify(NhcCtrl *n, NhcReq *req)
     case NVME_ID_CNS_CTRL:          return nhc_identify_ctrl(n, req);
     case NVME_ID_CNS_NS_ACTIVE_LIST: return nhc_identify_active_ns(n, req);
     case NVME_ID_CNS_NS_DESCR_LIST: return nhc_identify_ns_descriptors(n, req);
-    case NVME_ID_CNS_CS_CTRL:       return nhc_identify_ctrl_nvm(n, req);
+    case NVME_ID_CNS_CS_NS:         return nhc_identify_ns_cs(n, req);
+    case NVME_ID_CNS_CS_CTRL:       return nhc_identify_ctrl_cs(n, req);
+    case NVME_ID_CNS_IO_COMMAND_SET: return nhc_identify_iocs(n, req);
     default:                        return NHC_ERR(NVME_INVALID_FIELD);
     }
 }
@@ -404,9 +470,14 @@ static uint16_t nhc_admin_get_log_page(NhcCtrl *n, NhcReq *req)
         event_type = NVME_AER_TYPE_SMART;
         break;
     }
-    case NVME_LOG_CMD_EFFECTS:
-        nhc_effects_log(n, page);       /* cmds.c, from the command tables */
+    case NVME_LOG_CMD_EFFECTS: {
+        uint8_t csi = le32_to_cpu(c->cdw14) >> 24;
+        if (csi != NVME_CSI_NVM && !(csi == NVME_CSI_ZONED && n->zns)) {
+            return NHC_ERR(NVME_INVALID_FIELD);
+        }
+        nhc_effects_log(n, page, csi);  /* cmds.c, from the command tables */
         break;
+    }
     case NVME_LOG_FW_SLOT_INFO: {
         NvmeFwSlotInfoLog fw = { .afi = 1 };
         nhc_set_id_string(fw.frs1, sizeof(fw.frs1), NHC_FIRMWARE);

@@ -19,13 +19,30 @@ static bool nhc_cmd_present(NhcCtrl *n, const NhcCmd *c)
     return c->execute && (!(c->flags & NHC_CMD_WINDOW) || nhc_ba_present(n));
 }
 
-static uint16_t nhc_cmd_check_nsid(const NhcCmd *c, uint32_t nsid)
+static uint16_t nhc_cmd_check_nsid(const NhcCmd *c, uint32_t nsid, uint32_t ns)
 {
-    if (!(c->flags & NHC_CMD_NSID) || nsid == NHC_NSID ||
+    if (!(c->flags & NHC_CMD_NSID) || nsid == ns ||
         (nsid == NVME_NSID_BROADCAST && (c->flags & NHC_CMD_NSID_ALL))) {
         return NVME_SUCCESS;
     }
     return NHC_ERR(NVME_INVALID_NSID);
+}
+
+/*
+ * The table a command is looked up in: the admin set, or the I/O command set of the namespace
+ * it names (*ns receives that namespace): the zoned one's own (zns.c) for NSID 2, else NVM.
+ */
+static const NhcCmd *nhc_cmd_table(NhcCtrl *n, NhcReq *req, uint32_t *ns)
+{
+    *ns = NHC_NSID;
+    if (!req->sq->sqid) {
+        return nhc_admin_cmds;
+    }
+    if (le32_to_cpu(req->cmd.nsid) == NHC_ZNS_NSID && nhc_zns_active(n)) {
+        *ns = NHC_ZNS_NSID;
+        return nhc_zns_cmds;
+    }
+    return nhc_io_cmds;
 }
 
 /* The command's data length against MDTS, then its data pointer mapped into req->qsg. */
@@ -49,7 +66,8 @@ static uint16_t nhc_cmd_map(NhcCtrl *n, NhcReq *req, const NhcCmd *c)
 
 uint16_t nhc_dispatch(NhcCtrl *n, NhcReq *req)
 {
-    const NhcCmd *c = &(req->sq->sqid ? nhc_io_cmds : nhc_admin_cmds)[req->cmd.opcode];
+    uint32_t ns;
+    const NhcCmd *c = &nhc_cmd_table(n, req, &ns)[req->cmd.opcode];
     uint16_t status;
 
     if (NVME_CMD_FLAGS_FUSE(req->cmd.flags) || NVME_CMD_FLAGS_PSDT(req->cmd.flags)) {
@@ -58,7 +76,7 @@ uint16_t nhc_dispatch(NhcCtrl *n, NhcReq *req)
     if (!nhc_cmd_present(n, c)) {
         return NHC_ERR(NVME_INVALID_OPCODE);
     }
-    status = nhc_cmd_check_nsid(c, le32_to_cpu(req->cmd.nsid));
+    status = nhc_cmd_check_nsid(c, le32_to_cpu(req->cmd.nsid), ns);
     if (!status && c->check) {
         status = c->check(n, req);
     }
@@ -77,17 +95,20 @@ static uint32_t nhc_cmd_effects(NhcCtrl *n, const NhcCmd *c)
 
 /*
  * Commands Supported and Effects (NVMe Base 1.4 5.14.1.5): a dword per admin opcode, then one
- * per I/O opcode, then 2 KiB reserved.  Linux reads it at probe (Identify Controller LPA bit 1)
- * and acts on a passthrough command's effects: CSE freezes every I/O queue around it, CCC
- * re-reads Identify, NIC and NCC rescan the namespaces.
+ * per I/O opcode of the command set @csi names (NVM, or Zoned Namespace), then 2 KiB
+ * reserved.  Linux reads it at probe (Identify Controller LPA bit 1), per command set for a
+ * namespace that is not NVM (a zoned namespace without Zone Append is read-only to it), and
+ * acts on a passthrough command's effects: CSE freezes every I/O queue around it, CCC re-reads
+ * Identify, NIC and NCC rescan the namespaces.
  */
-void nhc_effects_log(NhcCtrl *n, GByteArray *page)
+void nhc_effects_log(NhcCtrl *n, GByteArray *page, uint8_t csi)
 {
     g_autofree NvmeEffectsLog *log = g_new0(NvmeEffectsLog, 1);
+    const NhcCmd *io = csi == NVME_CSI_ZONED ? nhc_zns_cmds : nhc_io_cmds;
 
     for (int op = 0; op < 256; op++) {
         log->acs[op] = cpu_to_le32(nhc_cmd_effects(n, &nhc_admin_cmds[op]));
-        log->iocs[op] = cpu_to_le32(nhc_cmd_effects(n, &nhc_io_cmds[op]));
+        log->iocs[op] = cpu_to_le32(nhc_cmd_effects(n, &io[op]));
     }
     g_byte_array_append(page, (uint8_t *)log, sizeof(*log));
 }

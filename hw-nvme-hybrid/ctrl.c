@@ -157,7 +157,8 @@ static bool nhc_ctrl_start(NhcCtrl *n)
     if (mps < NVME_CAP_MPSMIN(n->cap) || mps > NVME_CAP_MPSMAX(n->cap)) {
         why = "CC.MPS outside CAP.MPSMIN..MPSMAX";
     } else if (NVME_CC_CSS(n->cc) != NVME_CC_CSS_NVM &&
-               NVME_CC_CSS(n->cc) != NVME_CC_CSS_ADMIN_ONLY) {
+               NVME_CC_CSS(n->cc) != NVME_CC_CSS_ADMIN_ONLY &&
+               !(NVME_CC_CSS(n->cc) == NVME_CC_CSS_ALL && n->zns)) {
         why = "CC.CSS selects an unsupported command set";
     } else if (!n->asq || !n->acq) {
         why = "ASQ or ACQ is zero";
@@ -261,6 +262,7 @@ static void nhc_free(NhcCtrl *n)
     g_clear_pointer(&n->vendor_log, g_byte_array_unref);
     g_clear_pointer(&n->dir, nhc_dir_free);
     g_clear_pointer(&n->fdp, nhc_fdp_free);
+    nhc_zns_free(n);
     nhc_undo_free(n);
     g_clear_pointer(&n->engine, nh_engine_free);
 }
@@ -282,10 +284,16 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
         error_setg(errp, "%s", gerr->message);
         return;
     }
+    if (!nhc_zns_realize(n, errp)) {
+        return;
+    }
     n->engine = nh_engine_new(&n->cfg, n->ns_bytes, &gerr);
     if (!n->engine) {
         error_setg(errp, "%s", gerr->message);
-        return;
+        goto fail;
+    }
+    if (!nhc_zns_check_engine(n, errp)) {
+        goto fail;
     }
     n->vwc_present = n->backend_wc || nh_engine_volatile_write_cache(n->engine);
     nhc_undo_attach(n);
@@ -422,6 +430,7 @@ static const Property nhc_props[] = {
     DEFINE_PROP_BOOL("x-exact-time", NhcCtrl, x_exact_time, false),
     DEFINE_PROP_UINT64("power-cut-at", NhcCtrl, power_cut_at, 0),
     DEFINE_PROP_BOOL("fdp", NhcCtrl, fdp_on, false),
+    DEFINE_PROP_UINT8("zasl", NhcCtrl, zasl, 0),
     NHC_BA_PROPERTIES,
 };
 
@@ -476,6 +485,9 @@ static void nhc_class_init(ObjectClass *oc, void *data)
         "Flexible Data Placement on endurance group 1, enabled from power-on: streams + 1 "
         "reclaim unit handles on the engine's placement tags (needs placement: streams=auto "
         "or N; the Streams directive is then not supported); see docs/device.md");
+    object_class_property_set_description(oc, "zasl",
+        "with zones > 0: the zoned namespace's Zone Append Size Limit, 2^zasl 4 KiB pages "
+        "(0: the maximum transfer, MDTS); see docs/zoned.md");
     object_class_property_set_description(oc, "stats",
         "engine statistics as one JSON document (see docs/statistics.md)");
 }

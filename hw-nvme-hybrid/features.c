@@ -108,6 +108,13 @@ static uint16_t nhc_feature_value(NhcCtrl *n, NhcReq *req, uint8_t fid, bool dfl
     case NVME_FDP_MODE:
     case NVME_FDP_EVENTS:
         return nhc_fdp_get_feature(n, req, fid, dflt, result);
+    case NVME_COMMAND_SET_PROFILE:
+        /* with a zoned namespace: index 0 of Identify CNS 1Ch, the only combination */
+        if (!n->zns) {
+            return NHC_ERR(NVME_INVALID_FIELD);
+        }
+        *result = 0;
+        break;
     default:
         return NHC_ERR(NVME_INVALID_FIELD);
     }
@@ -292,6 +299,11 @@ uint16_t nhc_admin_set_features(NhcCtrl *n, NhcReq *req)
     case NVME_FDP_MODE:
     case NVME_FDP_EVENTS:
         return nhc_fdp_set_feature(n, req, NVME_GETSETFEAT_FID(dw10));
+    case NVME_COMMAND_SET_PROFILE:
+        if (!n->zns) {
+            return NHC_ERR(NVME_INVALID_FIELD);
+        }
+        return (dw11 & 0x1ff) ? NHC_ERR(NVME_IOCS_COMBINATION_REJECTED) : NVME_SUCCESS;
     default:
         return NHC_ERR(NVME_INVALID_FIELD);
     }

@@ -42,7 +42,7 @@ static uint16_t nhc_io_engine(NhcCtrl *n, NhOp op, uint64_t off, uint64_t len, u
  * The request is in flight: it completes at the modeled time @done and after @parts block-layer
  * operations have reported in through nhc_req_io_done().
  */
-static void nhc_io_arm(NhcCtrl *n, NhcReq *req, int64_t now, uint64_t done, int parts)
+void nhc_io_arm(NhcCtrl *n, NhcReq *req, int64_t now, uint64_t done, int parts)
 {
     req->is_io = true;
     if (n->io_outstanding++ == 0) {
@@ -287,7 +287,7 @@ void nhc_io_write_backend(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, b
         dma_blk_write(n->blkconf.blk, &req->qsg, off, BDRV_SECTOR_SIZE, nhc_req_backend_cb, req);
 }
 
-static void nhc_io_read_backend(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len)
+void nhc_io_read_backend(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len)
 {
     if (nhc_exact_time(n)) {
         nhc_io_rw_sync(n, req, off, len, false, false);
@@ -526,7 +526,7 @@ static uint16_t nhc_io_dsm(NhcCtrl *n, NhcReq *req)
     return NHC_ASYNC;
 }
 
-static uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
+uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req)
 {
     uint16_t status;
 

@@ -20,6 +20,7 @@
  *   directives.c Directive Send/Receive, the Identify and Streams directives, write streams
  *   fdp.c        Flexible Data Placement: its logs and features, I/O Management, write
  *                placement identifiers (on the engine's placement tags)
+ *   zns.c        the Zoned Namespace Command Set on NSID 2 (on the engine's zoned region)
  *
  * Every command handler returns an NVMe status (NVME_* from block/nvme.h, with NVME_DNR where
  * retrying cannot help) or NHC_ASYNC when the request completes later through
@@ -47,6 +48,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
 #define NHC_MODEL           "nvme-hybrid"
 #define NHC_FIRMWARE        "0.1"
 #define NHC_NSID            1
+#define NHC_ZNS_NSID        2       /* the zoned namespace, with zones > 0 (zns.c) */
+#define NHC_MPSMIN_BYTES    4096    /* CAP.MPSMIN: the unit of ZASL */
 #define NHC_MDTS            7       /* max transfer 2^7 * 4 KiB = 512 KiB */
 #define NHC_MAX_XFER        (4096u << NHC_MDTS)
 #define NHC_MAX_QENTRIES    1024    /* CAP.MQES + 1 */
@@ -86,6 +89,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(NhcCtrl, NVME_HYBRID)
 typedef struct NhcCtrl NhcCtrl;
 typedef struct NhcDirectives NhcDirectives;
 typedef struct NhcFdp NhcFdp;
+typedef struct NhcZns NhcZns;
 typedef struct NhcSQ NhcSQ;
 typedef struct NhcCQ NhcCQ;
 typedef struct NhcReq NhcReq;
@@ -300,8 +304,9 @@ struct NhcCtrl {
     uint32_t        reg_size;       /* registers + doorbells, bytes */
 
     NhEngine       *engine;
-    uint64_t        ns_bytes;
-    uint64_t        nsze;           /* namespace size in LBAs */
+    uint64_t        ns_bytes;       /* NSID 1's bytes: the drive's first, the engine's
+                                     * conventional space */
+    uint64_t        nsze;           /* NSID 1's size in LBAs */
     uint8_t         lba_shift;
     uint32_t        page_size;      /* host memory page size from CC.MPS */
 
@@ -324,6 +329,8 @@ struct NhcCtrl {
     NhcDirectives  *dir;            /* directives and streams state (directives.c) */
     bool            fdp_on;         /* property fdp: Flexible Data Placement enabled */
     NhcFdp         *fdp;            /* its state (fdp.c); NULL with fdp=off */
+    NhcZns         *zns;            /* the zoned namespace (zns.c); NULL with zones=0 */
+    uint8_t         zasl;           /* property: Zone Append Size Limit, 2^zasl 4 KiB pages */
     QEMUBH         *fetch_bh;       /* round-robin command fetch (see ctrl.c) */
     uint64_t        dbbuf_dbs, dbbuf_eis;   /* Doorbell Buffer Config (0: not configured) */
 
@@ -427,7 +434,7 @@ void nhc_dbbuf_attach(NhcCtrl *n, uint16_t qid);
 
 /* cmds.c */
 uint16_t nhc_dispatch(NhcCtrl *n, NhcReq *req);
-void nhc_effects_log(NhcCtrl *n, GByteArray *page);
+void nhc_effects_log(NhcCtrl *n, GByteArray *page, uint8_t csi);
 
 /* admin-cmd.c */
 extern const NhcCmd nhc_admin_cmds[256];
@@ -454,6 +461,9 @@ void nhc_backend_flush(NhcCtrl *n, NhcReq *req);
 void nhc_req_backend_done(NhcReq *req, int ret);
 void nhc_req_backend_cb(void *opaque, int ret);
 void nhc_io_write_backend(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len, bool fua);
+void nhc_io_read_backend(NhcCtrl *n, NhcReq *req, uint64_t off, uint64_t len);
+void nhc_io_arm(NhcCtrl *n, NhcReq *req, int64_t now, uint64_t done, int parts);
+uint16_t nhc_io_flush(NhcCtrl *n, NhcReq *req);
 
 static inline uint16_t nhc_write_admit(NhcCtrl *n, uint64_t slba, uint64_t nlb)
 {
@@ -520,7 +530,22 @@ uint16_t nhc_io_mgmt_recv(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_io_mgmt_send(NhcCtrl *n, NhcReq *req);
 uint16_t nhc_io_write_placement(NhcCtrl *n, NhcReq *req, uint16_t *tag); /* place hook */
 
+/* zns.c */
+extern const NhcCmd nhc_zns_cmds[256];
+bool nhc_zns_realize(NhcCtrl *n, Error **errp);
+bool nhc_zns_check_engine(NhcCtrl *n, Error **errp);
+void nhc_zns_free(NhcCtrl *n);
+bool nhc_zns_active(NhcCtrl *n);
+uint64_t nhc_zns_nsze(NhcCtrl *n);
+uint64_t nhc_zns_bytes(NhcCtrl *n);
+bool nhc_zns_lost(NhcCtrl *n, uint64_t off, uint64_t len);
+void nhc_zns_rebuild(NhcCtrl *n);
+uint16_t nhc_zns_identify_ns(NhcCtrl *n, NhcReq *req);
+uint16_t nhc_zns_identify_ctrl(NhcCtrl *n, NhcReq *req);
+
 /* state.c */
+typedef void (*NhcExtentFn)(NhcCtrl *n, uint64_t off, uint64_t len, void *opaque);
+void nhc_drive_extents(NhcCtrl *n, uint64_t off, uint64_t len, NhcExtentFn fn, void *opaque);
 char *nhc_file_property(NhcCtrl *n, const char *prop, const char *suffix);
 void nhc_state_open(NhcCtrl *n, Error **errp);
 void nhc_state_save(NhcCtrl *n);

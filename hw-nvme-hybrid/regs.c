@@ -21,7 +21,8 @@ void nhc_init_regs(NhcCtrl *n)
     NVME_CAP_SET_CQR(n->cap, 1);
     NVME_CAP_SET_TO(n->cap, 30);            /* 15 s, in 500 ms units */
     NVME_CAP_SET_DSTRD(n->cap, 0);
-    NVME_CAP_SET_CSS(n->cap, NVME_CAP_CSS_NCSS);
+    /* a zoned namespace needs a second I/O command set, selected with CC.CSS = 110b */
+    NVME_CAP_SET_CSS(n->cap, NVME_CAP_CSS_NCSS | (n->zns ? NVME_CAP_CSS_IOCSS : 0));
     NVME_CAP_SET_MPSMIN(n->cap, 0);         /* 4 KiB */
     NVME_CAP_SET_MPSMAX(n->cap, 4);         /* 64 KiB */
     n->vs = 0x00010400;                     /* NVMe 1.4 */

@@ -27,25 +27,42 @@
 
 static void nhc_state_checkpoint(void *opaque);
 
-/* Everything the drive holds (not a hole, not reads-as-zero) is taken as written once. */
-static void nhc_state_rebuild(NhcCtrl *n)
+/*
+ * @fn on every extent of [off, off + len) of the drive that holds data (not a hole, not
+ * reads-as-zero): what the data really is, for a start that cannot trust the state file.
+ */
+void nhc_drive_extents(NhcCtrl *n, uint64_t off, uint64_t len, NhcExtentFn fn, void *opaque)
 {
     BlockDriverState *bs = blk_bs(n->blkconf.blk);
-    int64_t off = 0, pnum;
+    uint64_t end = off + len;
+    int64_t pnum;
 
-    while (bs && off < (int64_t)n->ns_bytes) {
-        int ret = bdrv_block_status_above(bs, NULL, off, n->ns_bytes - off, &pnum, NULL, NULL);
+    while (bs && off < end) {
+        int ret = bdrv_block_status_above(bs, NULL, off, end - off, &pnum, NULL, NULL);
 
         if (ret < 0 || pnum <= 0) {
-            warn_report("nvme-hybrid: cannot read the allocation map at offset %" PRId64
+            warn_report("nvme-hybrid: cannot read the allocation map at offset %" PRIu64
                         "; the rest of the drive is taken as unwritten", off);
             return;
         }
         if ((ret & BDRV_BLOCK_DATA) && !(ret & BDRV_BLOCK_ZERO)) {
-            nh_engine_mark_written(n->engine, off, pnum);
+            fn(n, off, pnum, opaque);
         }
         off += pnum;
     }
+}
+
+static void nhc_state_mark(NhcCtrl *n, uint64_t off, uint64_t len, void *opaque)
+{
+    nh_engine_mark_written(n->engine, off, len);
+}
+
+/* Everything NSID 1's bytes hold is taken as written once; the zones' write pointers follow
+ * their data (zns.c). */
+static void nhc_state_rebuild(NhcCtrl *n)
+{
+    nhc_drive_extents(n, 0, n->ns_bytes, nhc_state_mark, NULL);
+    nhc_zns_rebuild(n);
 }
 
 /*

@@ -241,6 +241,9 @@ static void nhc_undo_lost(void *opaque, uint64_t offset, uint64_t length)
     NhcUndo *u = n->undo;
     uint64_t end = offset + length;
 
+    if (nhc_zns_lost(n, offset, length)) {
+        return;     /* a zoned write: its zone's write pointer went back below it */
+    }
     while (offset < end) {
         uint64_t lba = offset >> n->lba_shift;
         uint64_t next = MIN(end, (lba + 1) << n->lba_shift);

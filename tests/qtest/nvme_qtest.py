@@ -31,7 +31,7 @@ DOORBELL_BASE = 0x1000
 
 CC_EN = 1 << 0
 CC_IOSQES_SHIFT, CC_IOCQES_SHIFT = 16, 20
-CC_MPS_SHIFT, CC_SHN_SHIFT = 7, 14
+CC_CSS_SHIFT, CC_MPS_SHIFT, CC_SHN_SHIFT = 4, 7, 14
 CSTS_RDY, CSTS_CFS = 1 << 0, 1 << 1
 
 # Admin opcodes, section 5 (Figure "Opcodes for Admin Commands").
@@ -571,9 +571,10 @@ class Controller:
         self.wait_csts(CSTS_RDY, 0)
         self.admin = None
 
-    def enable(self, admin_entries=64):
+    def enable(self, admin_entries=64, css=0):
         """Disable, point AQA/ASQ/ACQ at fresh admin queues, enable and wait
-        for CSTS.RDY (section 7.6.1, controller initialization)."""
+        for CSTS.RDY (section 7.6.1, controller initialization).  @css is
+        CC.CSS: 0 the NVM command set, 6 every I/O command set CAP.CSS offers."""
         if self.csts & CSTS_RDY or self.cc & CC_EN:
             self.disable()
         asq = self.vm.alloc(admin_entries * SQE_SIZE)
@@ -582,8 +583,9 @@ class Controller:
         self.wr32(REG_AQA, ((admin_entries - 1) << 16) | (admin_entries - 1))
         self.wr64(REG_ASQ, asq)
         self.wr64(REG_ACQ, acq)
-        # 64-byte SQEs and 16-byte CQEs (2^6, 2^4), 4 KiB pages (MPS=0), NVM.
-        self.wr32(REG_CC, CC_EN | (6 << CC_IOSQES_SHIFT) | (4 << CC_IOCQES_SHIFT))
+        # 64-byte SQEs and 16-byte CQEs (2^6, 2^4), 4 KiB pages (MPS=0).
+        self.wr32(REG_CC, CC_EN | (css << CC_CSS_SHIFT) | (6 << CC_IOSQES_SHIFT) |
+                  (4 << CC_IOCQES_SHIFT))
         self.wait_csts(CSTS_RDY, CSTS_RDY)
         self.admin = Queue(0, asq, admin_entries, CompletionQueue(0, acq, admin_entries))
         return self.admin
