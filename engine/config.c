@@ -229,9 +229,24 @@ static bool given(const NhConfig *cfg, const NhConfigKey *k)
     return cfg->given[i / 64] >> (i % 64) & 1;
 }
 
+/* The keys whose auto is the cell type's preset (nand.c): a preset's values of them are its
+ * drive's cell's, so a user who names another cell gets that cell's timing and endurance, not
+ * TLC timing on an SLC device. */
+static bool follows_cell(const NhConfig *cfg, const NhConfigKey *k)
+{
+    static const char *const timing[] = { "t-read", "t-prog", "t-erase", "pe-cycles" };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(timing); i++) {
+        if (!strcmp(k->name, timing[i])) {
+            return given(cfg, nh_config_find("cell"));
+        }
+    }
+    return false;
+}
+
 /* Every key the user has not given takes the preset's value, or its own default where the
  * preset has none: so a preset set after a key keeps it, and a second preset replaces all of
- * the first. */
+ * the first.  A given cell voids the preset's timing (follows_cell). */
 static void apply_preset(NhConfig *cfg)
 {
     const NhPreset *p = nh_preset_find(cfg->preset);
@@ -246,7 +261,7 @@ static void apply_preset(NhConfig *cfg)
     for (const NhPresetValue *v = p ? p->values : NULL; v && v->key; v++) {
         const NhConfigKey *k = nh_config_find(v->key);
         g_assert(k);        /* test-config checks every preset's keys and values */
-        if (!given(cfg, k)) {
+        if (!given(cfg, k) && !follows_cell(cfg, k)) {
             bool ok = nh_key_set(cfg, k, v->value, NULL);
             g_assert(ok);
         }
@@ -278,6 +293,9 @@ bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **e
         apply_preset(cfg);
     } else {
         cfg->given[key_index(k) / 64] |= 1ull << (key_index(k) % 64);
+        if (!strcmp(k->name, "cell")) {
+            apply_preset(cfg);      /* the preset's timing gives way (follows_cell) */
+        }
     }
     return true;
 }

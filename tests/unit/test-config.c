@@ -399,6 +399,22 @@ static void test_preset_overrides(void)
     g_assert_cmpuint(c.page_size, ==, 4096);
     g_assert_cmpuint(c.t_read, ==, 0);
     g_assert_cmpuint(c.ways, ==, 3);
+    /* a given cell takes its own timing and endurance (auto), not the preset's drive's, in
+     * either order; a given t-prog still wins over the cell */
+    nh_config_defaults(&a);
+    nh_config_defaults(&b);
+    g_assert_true(nh_config_parse(&a, "preset=pm9a3,cell=slc,t-prog=300us", NULL));
+    g_assert_true(nh_config_parse(&b, "t-prog=300us,cell=slc,preset=pm9a3", NULL));
+    g_assert_true(memcmp(&a, &b, sizeof(a)) == 0);
+    g_assert_cmpuint(a.cell, ==, NH_CELL_SLC);
+    g_assert_cmpuint(a.t_read, ==, 0);
+    g_assert_cmpuint(a.t_erase, ==, 0);
+    g_assert_cmpuint(a.pe_cycles, ==, 0);
+    g_assert_cmpuint(a.t_prog, ==, 300000);
+    g_assert_cmpuint(a.page_size, ==, 16384);   /* the rest of the preset stays */
+    /* without cell, the preset's timing */
+    nh_config_defaults(&c);
+    g_assert_cmpuint(c.t_read, ==, 45000);
 }
 
 /* Every preset's keys exist, its values parse, it passes the checks across keys with every
