@@ -27,7 +27,7 @@ class Device:
 
     def props(self):
         return ",".join([
-            f"channels={self.channels}", f"ways={self.ways}", f"dies={self.dies}",
+            "preset=none", f"channels={self.channels}", f"ways={self.ways}", f"dies={self.dies}",
             f"planes={self.planes}", f"blocks={self.blocks}", f"pages={self.pages}",
             f"page-size={self.page_size}",
             # with explicit blocks, op only bounds the logical space (docs/engine.md, Geometry);
