@@ -1,0 +1,56 @@
+"""The default drive in a guest: a device given no preset is the PM9A3 preset (docs/presets.md),
+16 KiB flash pages and 256 planes.  Every other guest test names preset=none (conftest's
+TEST_KEYS), so this is the one that boots what a user gets with no keys: Linux binds it, fio
+writes and verifies 4 KiB random writes (each a read-modify-write of a 16 KiB page), and the
+statistics say which drive ran and that the sub-page writes were merged into whole pages."""
+
+from conftest import check, delta, load_json, stats, vm
+
+JOB = """
+[verify]
+filename=${DEV}
+ioengine=libaio
+direct=1
+rw=randwrite
+bs=4k
+iodepth=8
+size=16M
+verify=crc32c
+verify_fatal=1
+do_verify=1
+"""
+
+SCRIPT = r"""#guest
+export DEV
+snap 0
+rc=0
+fio --output-format=json --output=$S/fio.json $S/job.fio || rc=$?
+echo $rc > $S/fio.rc
+nvme id-ns $DEV -o json > $S/id-ns.json
+snap 1
+"""
+
+
+def test_default_drive_is_pm9a3_and_verifies(share):
+    (share / "job.fio").write_text(JOB)
+    # "preset=pm9a3" only so that conftest does not put the tests' preset=none first: it is
+    # what a device without keys gets (/config/preset-default checks that)
+    status, out = vm(SCRIPT, device="preset=pm9a3", share=share, timeout=400)
+    check(status, out)
+    assert (share / "fio.rc").read_text().strip() == "0", out
+    job = load_json(share, "fio.json")["jobs"][0]
+    assert job["error"] == 0
+    assert job["write"]["io_bytes"] == 16 << 20
+    after = stats(share, "1")
+    cfg = after["config"]
+    assert cfg["preset"] == "pm9a3"
+    assert cfg["page-size"] == "16K"
+    assert after["geometry"]["parallel_units"] == 256
+    d = delta(after, stats(share, "0"))
+    assert d["host.write_bytes"] == 16 << 20
+    # 4,096 writes of 4 KiB into 16 KiB pages: every write programs a whole page
+    assert d["nand.page_programs"] >= d["host.write_cmds"]
+    # Identify's preferred write granularity is the 16 KiB program unit (NPWG, 0-based LBAs)
+    ns = load_json(share, "id-ns.json")
+    lba = 1 << ns["lbafs"][ns["flbas"] & 0xf]["ds"]
+    assert (ns["npwg"] + 1) * lba % (16 << 10) == 0
