@@ -121,7 +121,17 @@ def load(d, name):
         return json.load(f)
 
 
-def phase_rows(d):
+def check_tags(iface, phase, row):
+    """With a stream or handle per job, job i's pages must all be on tag i: fio placed them."""
+    if "plids=" not in INTERFACES[iface][3]:
+        return
+    want = {str(i): row["jobs"][name] // PAGE for i, (name, _) in enumerate(JOBS, 1)}
+    if row["host_pages_by_tag"] != want:
+        raise Error(f"{iface} {phase}: host pages by tag {row['host_pages_by_tag']}, "
+                    f"not each job's on its own tag {want}")
+
+
+def phase_rows(d, iface):
     """Per phase and for both together, from a run directory: stats-start/-fill/-run.json and
     fio-fill/-run.json, as the guest wrote them."""
     docs = {n: load(d, f"stats-{n}.json") for n in ("start",) + PHASES}
@@ -134,13 +144,14 @@ def phase_rows(d):
         if rows[phase]["fio_bytes"] != rows[phase]["host_bytes"]:
             raise Error(f"{d}: fio {phase} wrote {rows[phase]['fio_bytes']} bytes, the device "
                         f"counted {rows[phase]['host_bytes']}")
+        check_tags(iface, phase, rows[phase])
     rows["total"] = engine_row(docs["start"], docs[PHASES[-1]])
     return rows
 
 
 def derive(out, ifaces):
     """Every interface's rows; Error unless they all wrote the same host bytes in each phase."""
-    res = {i: phase_rows(os.path.join(out, i)) for i in ifaces}
+    res = {i: phase_rows(os.path.join(out, i), i) for i in ifaces}
     for phase in PHASES:
         seen = {i: r[phase]["host_bytes"] for i, r in res.items()}
         if len(set(seen.values())) != 1:

@@ -96,15 +96,19 @@ FILL, RUN = 12 * pw.MIB, 24 * pw.MIB     # per job, so 4 x that in all
 PAGES = pw.MIB // pw.PAGE
 
 
-def write_run(root, iface, run_programs, copies, zones=False, fio_run=RUN):
+def write_run(root, iface, run_programs, copies, zones=False, fio_run=RUN, tags=None):
+    """A run directory as the guest leaves it; @tags: host pages by tag after the fill and
+    after the run (default: each job's pages on its own tag)."""
     d = root / iface
     d.mkdir()
     host = 4 * (FILL + RUN)
+    fill_tags, run_tags = tags or ({t: FILL // pw.PAGE for t in "1234"},
+                                   {t: (FILL + RUN) // pw.PAGE for t in "1234"})
     docs = {"start": stats(0, 0, resets=0 if zones else None),
             "fill": stats(4 * FILL, 4 * FILL // pw.PAGE, erases=1,
-                          resets=0 if zones else None, tags={"1": 5}),
+                          resets=0 if zones else None, tags=fill_tags),
             "run": stats(host, 4 * FILL // pw.PAGE + run_programs, copies, erases=30,
-                         resets=12 if zones else None, tags={"1": 5 + 3 * PAGES, "2": 7})}
+                         resets=12 if zones else None, tags=run_tags)}
     for name, doc in docs.items():
         (d / f"stats-{name}.json").write_text(json.dumps(doc))
     (d / "fio-fill.json").write_text(json.dumps(fio(FILL)))
@@ -118,7 +122,8 @@ def run_from(root):
 
 def test_from_previous_run(tmp_path):
     run_pages = 4 * RUN // pw.PAGE
-    write_run(tmp_path, "zns", run_pages, 0, zones=True)
+    write_run(tmp_path, "zns", run_pages, 0, zones=True,
+              tags=({"1": 5}, {"1": 5 + 3 * PAGES, "2": 7}))
     write_run(tmp_path, "untagged", run_pages + run_pages // 2, run_pages // 2)
     r = run_from(tmp_path)
     assert r.returncode == 0, r.stderr
@@ -153,7 +158,21 @@ def test_interfaces_with_different_host_writes_are_refused(tmp_path):
             doc["jobs"][0]["write"]["io_bytes"] += pw.PAGE
         else:
             doc["host"]["write_bytes"] += pw.PAGE
+            doc["ftl"]["placement"]["host_pages"]["1"] += 1
         (d / name).write_text(json.dumps(doc))
     r = run_from(tmp_path)
     assert r.returncode == 1
     assert "run: the devices saw different host bytes" in r.stderr
+
+
+def test_placement_off_its_tags_is_refused(tmp_path):
+    run_pages = 4 * RUN // pw.PAGE
+    fill = {t: FILL // pw.PAGE for t in "1234"}
+    # the run's writes of job 4 (cold) landed on tag 3 with job 3's
+    run = {"1": (FILL + RUN) // pw.PAGE, "2": (FILL + RUN) // pw.PAGE,
+           "3": (FILL + 2 * RUN) // pw.PAGE, "4": FILL // pw.PAGE}
+    write_run(tmp_path, "streams", run_pages, 0, tags=(fill, run))
+    r = run_from(tmp_path)
+    assert r.returncode == 1
+    assert "streams run: host pages by tag" in r.stderr and "not each job's on its own tag" \
+        in r.stderr
