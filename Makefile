@@ -126,6 +126,7 @@ bench: all guest
 	scripts/bench-seed001
 	scripts/bench-warp
 	scripts/bench-zns
+	scripts/bench-placement-waf
 
 clean:
 	rm -rf $(BUILD)/qemu-build $(BUILD)/guest
