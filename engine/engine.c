@@ -809,12 +809,9 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
 {
     uint64_t t = now, arrive;
     guint slot = G_MAXUINT;
-    bool defer, zoned = false;
+    bool zoned = false;
 
-    if (now > NH_TIME_MAX) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "arrival time %" G_GUINT64_FORMAT " ns is "
-                    "after the 2^62 ns (146 years) the engine models: its completion time "
-                    "could overflow", now);
+    if (!nh_engine_check_now(now, errp)) {
         return false;
     }
     switch (req->op) {
@@ -833,10 +830,7 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
         return false;
     }
 
-    eng->last_now = now;
-    nh_nand_advance(eng->nand, now);
-    defer = (req->flags & NH_REQ_PRIORITY) || now < eng->priority_until;
-    eng->ops->background(eng->ftl, now, defer);
+    nh_engine_arrive(eng, now, req->flags);
 
     /* the host link (host-mbps): a write's data crosses it before the device can program it,
      * a read's after the flash read */
@@ -852,9 +846,32 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
         t = nh_engine_host_link(eng, eng->link_out, t, req->length, &slot);
     }
     nh_engine_count_host(eng, req, now, t);
+    nh_engine_complete(eng, now, t, done);
+    return true;
+}
+
+bool nh_engine_check_now(uint64_t now, GError **errp)
+{
+    if (now > NH_TIME_MAX) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "arrival time %" G_GUINT64_FORMAT " ns is "
+                    "after the 2^62 ns (146 years) the engine models: its completion time "
+                    "could overflow", now);
+        return false;
+    }
+    return true;
+}
+
+void nh_engine_arrive(NhEngine *eng, uint64_t now, uint32_t flags)
+{
+    eng->last_now = now;
+    nh_nand_advance(eng->nand, now);
+    eng->ops->background(eng->ftl, now, (flags & NH_REQ_PRIORITY) || now < eng->priority_until);
+}
+
+void nh_engine_complete(NhEngine *eng, uint64_t now, uint64_t t, uint64_t *done)
+{
     *done = eng->cfg.latency == NH_LATENCY_ZERO ? now : t;
     eng->stats.run_last_ns = MAX(eng->stats.run_last_ns, *done);
-    return true;
 }
 
 bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset)

@@ -109,24 +109,6 @@ static bool no_zones(const NhEngine *eng, GError **errp)
     return true;
 }
 
-static bool check_now(uint64_t now, GError **errp)
-{
-    if (now > NH_TIME_MAX) {
-        g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "arrival time %" G_GUINT64_FORMAT " ns is "
-                    "after the 2^62 ns the engine models", now);
-        return false;
-    }
-    return true;
-}
-
-/* Time passes to @now for the rest of the device too, as before any request. */
-static void arrive(NhEngine *eng, uint64_t now)
-{
-    eng->last_now = now;
-    nh_nand_advance(eng->nand, now);
-    eng->ops->background(eng->ftl, now, now < eng->priority_until);
-}
-
 bool nh_engine_zone_append(NhEngine *eng, uint32_t zone, uint64_t length, uint32_t flags,
                            uint64_t now, uint64_t *offset, uint64_t *done, GError **errp)
 {
@@ -134,14 +116,14 @@ bool nh_engine_zone_append(NhEngine *eng, uint32_t zone, uint64_t length, uint32
     uint64_t in = 0, t, at;
     guint slot = G_MAXUINT;
 
-    if (no_zones(eng, errp) || !check_now(now, errp)) {
+    if (no_zones(eng, errp) || !nh_engine_check_now(now, errp)) {
         return false;
     }
     if (length == 0) {
         g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "request has zero length");
         return false;
     }
-    arrive(eng, now);
+    nh_engine_arrive(eng, now, flags);
     at = nh_engine_host_link(eng, eng->link_in, now, length, &slot);
     if (!nh_zoned_write(eng->zoned, zone, &in, length, true, at, &t, errp)) {
         nh_engine_host_unbook(eng->link_in, slot);
@@ -150,8 +132,7 @@ bool nh_engine_zone_append(NhEngine *eng, uint32_t zone, uint64_t length, uint32
     req.offset = eng->zone_base + (uint64_t)zone * eng->zoned->cap + in;
     nh_engine_count_host(eng, &req, now, t);
     *offset = req.offset;
-    *done = eng->cfg.latency == NH_LATENCY_ZERO ? now : t;
-    eng->stats.run_last_ns = MAX(eng->stats.run_last_ns, *done);
+    nh_engine_complete(eng, now, t, done);
     return true;
 }
 
@@ -160,14 +141,13 @@ bool nh_engine_zone_action(NhEngine *eng, NhZoneAction action, uint32_t zone, ui
 {
     uint64_t t;
 
-    if (no_zones(eng, errp) || !check_now(now, errp)) {
+    if (no_zones(eng, errp) || !nh_engine_check_now(now, errp)) {
         return false;
     }
-    arrive(eng, now);
+    nh_engine_arrive(eng, now, 0);
     if (!nh_zoned_action(eng->zoned, action, zone, now, &t, errp)) {
         return false;
     }
-    *done = eng->cfg.latency == NH_LATENCY_ZERO ? now : t;
-    eng->stats.run_last_ns = MAX(eng->stats.run_last_ns, *done);
+    nh_engine_complete(eng, now, t, done);
     return true;
 }
