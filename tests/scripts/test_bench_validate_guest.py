@@ -148,6 +148,8 @@ def test_guest_script_is_valid_shell_with_every_phase():
 def test_help_and_bad_key():
     r = subprocess.run([SCRIPT, "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "--ios-large" in r.stdout
+    r = subprocess.run([SCRIPT, "--ios-large", "0"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--ios-large: '0' is not a whole number of requests" in r.stderr
     if os.access(SIM, os.X_OK):
         r = subprocess.run([SCRIPT, "--device", "t-read=fast", "--sim", SIM],
                            capture_output=True, text=True)
