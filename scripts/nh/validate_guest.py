@@ -161,6 +161,7 @@ def row(phase, fio, device, sim, sim_seen):
     simulator at fio's iodepth, @sim_seen (at_qd) at the queue depth the device saw: the
     device's latency is compared with the latter, fio's with the former."""
     return {"phase": phase["name"], "workload": phase["workload"], "qd": phase["qd"],
+            "fio_requests": fio["requests"], "dev_requests": device["requests"],
             "fio_iops": fio["iops"], "fio_mean_us": fio["mean_ns"] / 1e3,
             "fio_p99_us": fio["p99_ns"] / 1e3,
             "dev_mean_us": device["mean_ns"] / 1e3,
@@ -170,6 +171,14 @@ def row(phase, fio, device, sim, sim_seen):
             "dev_sim": device["mean_ns"] / sim_seen["mean_ns"] - 1,
             "fio_sim_mean": fio["mean_ns"] / sim["mean_ns"] - 1,
             "fio_sim_iops": fio["iops"] / sim["iops"] - 1}
+
+
+def unmatched(rows):
+    """Phases whose requests at the device are not fio's one for one (the block layer split or
+    merged them, or other I/O reached the device): their latencies are not of the same
+    requests."""
+    return ["%s: fio %d, device %d" % (r["phase"], r["fio_requests"], r["dev_requests"])
+            for r in rows if r["fio_requests"] != r["dev_requests"]]
 
 
 def agreement(rows):

@@ -102,8 +102,9 @@ def test_rows_table_and_agreement(tmp_path):
     rows = []
     for qd, dev_mean in ((1, 100.0), (2, 100.0), (4, 110.0), (8, 120.0)):
         p = {"name": "rr-qd%d" % qd, "workload": "rr", "qd": qd}
-        fio = {"iops": 1e7 * min(qd, 3) / 1e3 / 1.2, "mean_ns": 1.2e3 * dev_mean, "p99_ns": 2e5}
-        dev = {"mean_ns": 1e3 * dev_mean}
+        fio = {"iops": 1e7 * min(qd, 3) / 1e3 / 1.2, "mean_ns": 1.2e3 * dev_mean, "p99_ns": 2e5,
+               "requests": 100}
+        dev = {"mean_ns": 1e3 * dev_mean, "requests": 100 if qd < 8 else 50}
         seen = vg.device_qd(fio, dev, qd)[1]
         rows.append(vg.row(p, fio, dev, {"iops": 1e4 * qd, "mean_ns": 1e3 * dev_mean * 1.01},
                            vg.at_qd(seen, lambda n: {"mean_ns": 1e3 * dev_mean * 0.98})))
@@ -112,6 +113,8 @@ def test_rows_table_and_agreement(tmp_path):
     # at QD 1 the device saw 10000 IOPS x 100 us = 1 (fio's runtime covers it all)
     assert rows[0]["sim_seen_qd"] == pytest.approx(1)
     assert rows[3]["dev_sim"] == pytest.approx(1 / 0.98 - 1)
+    # at QD 8 the block layer merged pairs: flagged
+    assert vg.unmatched(rows) == ["rr-qd8: fio 100, device 50"]
     a = vg.agreement(rows)
     assert a["dev_sim_mean"]["error"] == pytest.approx(1 / 0.98 - 1)
     assert a["fio_sim_iops"]["phase"] == "rr-qd8"
