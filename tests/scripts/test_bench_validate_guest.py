@@ -157,3 +157,71 @@ def test_help_and_bad_key():
         r = subprocess.run([SCRIPT, "--device", "t-read=fast", "--sim", SIM],
                            capture_output=True, text=True)
         assert r.returncode != 0 and "t-read" in r.stderr
+
+
+def kept_run(tmp_path, ios=3, ios_large=2, size=16 << 20):
+    """A kept run (--keep's files) of a device that answered exactly as the simulator at QD 1:
+    the trace log of every phase, its statistics (replays of the log at QD 1 up to each
+    statistics read) and fio's documents (each at the rate of one request at a time)."""
+    plan = vg.phases(ios, ios_large)
+    lines = ["nhc_io_rw cid 1 write 0 slba 0 nlb 8 fua 0"]
+    marker = ["nhc_admin_get_log lid 0xc0 offset 0 length 16",
+              "nhc_admin_get_log lid 0xc0 offset 0 length 4096"]
+    lines += marker + ["nhc_io_rw cid 1 write 1 slba %d nlb 2048 fua 0" % (i * 2048)
+                       for i in range(size // (2048 * 512))] + marker
+    for p in plan:
+        for i in range(p["ios"]):
+            write = p["rw"] in ("randwrite", "write") or (p["rw"] == "randrw" and i % 3 == 0)
+            sectors = p["bs"] // 512
+            slba = (i * sectors if p["bs"] > 4096 else (i * 7919 * 8) % (size // 512))
+            lines.append("nhc_io_rw cid 1 write %d slba %d nlb %d fua 0"
+                         % (write, slba, sectors))
+        lines += marker
+    work = tmp_path / "run"
+    (work / "share").mkdir(parents=True)
+    (work / "device-trace.log").write_text("\n".join(lines) + "\n")
+    (work / "share" / "lba-size").write_text("512\n")
+    (work / "run.json").write_text(json.dumps({"preset": "pm9a3", "props": "preset=pm9a3",
+                                               "size": size, "ios": ios,
+                                               "ios_large": ios_large, "guest_wall_s": 1.0}))
+    segs = vg.read_log(lines)
+    ends = vg.write_mqsim(segs, 512, str(tmp_path / "t.mqsim"))
+    names = ["boot", "precondition"] + [p["name"] for p in plan]
+    docs = [nhsim.replay(str(tmp_path / "t.mqsim"), "mqsim", "preset=pm9a3", sim=SIM, qd=1,
+                         limit=e, capacity=size) for e in ends]
+    for name, doc in zip(names, docs):
+        (work / "share" / ("stats-%s.json" % name)).write_text(json.dumps(doc))
+    for i, p in enumerate(plan):
+        phase = vg.between(docs[i + 1], docs[i + 2])
+        n_read = sum(1 for w, _, _ in segs[i + 2] if not w)
+        fio = fio_doc(n_read, p["ios"] - n_read)
+        for part in fio["jobs"][0].values():
+            part["iops"] = 1e9 / phase["mean_ns"] * part["total_ios"] / p["ios"]
+        (work / "share" / ("fio-%s.json" % p["name"])).write_text(json.dumps(fio))
+    return work
+
+
+@pytest.mark.skipif(not os.access(SIM, os.X_OK), reason="no simulator")
+def test_reuse_of_a_kept_run(tmp_path):
+    """The whole script on a kept run, no guest: a device that behaved as the simulator at
+    QD 1 agrees with it exactly in every phase, and every output is written."""
+    work = kept_run(tmp_path)
+    out = tmp_path / "out"
+    r = subprocess.run([SCRIPT, "--reuse", str(work), "--sim", SIM, "--out", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "bench-validate-guest.json").read_text())
+    assert len(doc["rows"]) == 20 and doc["config_differences"] == {}
+    for row in doc["rows"]:
+        assert row["dev_sim"] == pytest.approx(0, abs=1e-9), row["phase"]
+        assert row["dev_qd"] == pytest.approx(1) and row["fio_requests"] == row["dev_requests"]
+    assert doc["published"]["rand_read_iops"] == 900000
+    assert "device/sim mean +0.00%" in r.stdout and "published (Samsung PM9A3" in r.stdout
+    assert (out / "bench-validate-guest.png").stat().st_size > 1000
+    # one request the device did not count: the log and the statistics disagree, said plainly
+    log = work / "device-trace.log"
+    log.write_text("nhc_io_rw cid 1 write 0 slba 0 nlb 8 fua 0\n" + log.read_text())
+    r = subprocess.run([SCRIPT, "--reuse", str(work), "--sim", SIM, "--out", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1
+    assert "boot: the trace log has 2 reads and 0 writes, the device's statistics 1" in r.stderr
