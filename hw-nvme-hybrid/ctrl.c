@@ -280,7 +280,7 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
         return;
     }
     n->backend_wc = blk_enable_write_cache(n->blkconf.blk);
-    if (!nh_config_check(&n->cfg, &gerr)) {
+    if (!nh_config_settle(&n->cfg, &gerr)) {
         error_setg(errp, "%s", gerr->message);
         return;
     }
