@@ -9,17 +9,6 @@
 #define IDLE 1000000000000ull   /* far after anything booked so far */
 #define GEO "channels=8,ways=1,pages=64,op=10,streams=0"
 
-static uint64_t submit(NhEngine *e, NhOp op, uint64_t off, uint64_t len, uint64_t now)
-{
-    NhRequest q = { .op = op, .offset = off, .length = len };
-    uint64_t done;
-    GError *err = NULL;
-
-    g_assert_true(nh_engine_submit(e, &q, now, &done, &err));
-    g_assert_no_error(err);
-    return done;
-}
-
 /* The time of a read of @len at offset 0 on an idle drive of @props, after a write of it;
  * *write is the write's. */
 static uint64_t read_time(const char *props, uint64_t len, uint64_t *write)
@@ -27,8 +16,8 @@ static uint64_t read_time(const char *props, uint64_t len, uint64_t *write)
     NhEngine *e = unit_engine(props, 64 << 20);
     uint64_t t;
 
-    *write = submit(e, NH_OP_WRITE, 0, len, 0);
-    t = submit(e, NH_OP_READ, 0, len, IDLE) - IDLE;
+    *write = unit_submit(e, NH_OP_WRITE, 0, len, 0);
+    t = unit_submit(e, NH_OP_READ, 0, len, IDLE) - IDLE;
     nh_engine_free(e);
     return t;
 }
@@ -59,11 +48,11 @@ static void test_firmware_does_not_serialise(void)
                                                                       64 << 20);
     uint64_t last_plain = 0, last_fw = 0;
 
-    submit(plain, NH_OP_WRITE, 0, 8 * 4096, 0);
-    submit(fw, NH_OP_WRITE, 0, 8 * 4096, 0);
+    unit_submit(plain, NH_OP_WRITE, 0, 8 * 4096, 0);
+    unit_submit(fw, NH_OP_WRITE, 0, 8 * 4096, 0);
     for (uint64_t i = 0; i < 8; i++) {
-        last_plain = MAX(last_plain, submit(plain, NH_OP_READ, i * 4096, 4096, IDLE));
-        last_fw = MAX(last_fw, submit(fw, NH_OP_READ, i * 4096, 4096, IDLE));
+        last_plain = MAX(last_plain, unit_submit(plain, NH_OP_READ, i * 4096, 4096, IDLE));
+        last_fw = MAX(last_fw, unit_submit(fw, NH_OP_READ, i * 4096, 4096, IDLE));
     }
     g_assert_cmpuint(last_fw - last_plain, ==, 50000);
     nh_engine_free(plain);
