@@ -29,7 +29,7 @@
                   "protection): stripe-merge's staging buffer is power-protected device DRAM " \
                   "that acknowledges a write when staged (docs/engine.md); it needs ftl=page " \
                   "or dftl, and is dropped for the others"
-#define FW_NONE "no firmware time is published for it (left at 0)"
+#define FW_NONE "none is published, so fw-read and fw-write stay 0"
 #define MPS256 "assumed: the 256-byte max payload size most server root ports grant " \
                "(the drive supports larger; the link's is the smaller of the two)"
 
