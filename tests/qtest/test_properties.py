@@ -141,6 +141,7 @@ def test_every_preset_builds_what_preset_none_builds(qemu_binary, tmp_path, extr
         if extra.startswith("ftl=") and preset != "970pro":
             assert cfg["stripe-merge"] == "off", cfg
             assert dropped["stripe-merge"].startswith("on: stripe-merge: only ftl=page"), dropped
+            assert f"preset {preset}'s stripe-merge dropped (was on: " in r.stderr, r.stderr
         else:
             assert dropped == {}, dropped
 
