@@ -52,7 +52,8 @@ static const NhPresetValue pm9a3_values[] = {
     { "op", "12", "derived: 128 dies x 512 Gb = 8 TiB of flash for 7.68 TB" },
     { "host-mbps", "7877", PCIE4 },
     { "host-mps", "256", MPS256 },
-    { "stripe-merge", "on", "Samsung PM9A3 data sheet: power-loss protection; " PLP_CACHE },
+    { "stripe-merge", "on", "assumed: power-loss protection, as Samsung's datacenter drives "
+      "have (PM9D3a's sheet says so; no PM9A3 sheet was read); " PLP_CACHE },
     { NULL, NULL, NULL }
 };
 
