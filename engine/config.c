@@ -63,6 +63,22 @@ static const NhConfigKey device_keys[] = {
       "host interface (PCIe link) bandwidth each way in MB/s: a read's data leaves after its "
       "flash read, a write's arrives before it, one transfer at a time each way; 0 = not "
       "modelled (data moves at no cost)" },
+    { "host-mps", NH_KEY_UINT, F(host_mps), "256", 0, 4096, NULL, false,
+      "PCIe max payload size in bytes (128, 256, ..., 4096): with host-mbps, a transfer of N "
+      "bytes crosses the link as ceil(N / host-mps) packets of 24 bytes of overhead each "
+      "(framing, sequence number, 4-dword header, LCRC); 0 = host-mbps is already an "
+      "effective rate" },
+    { "fw-read", NH_KEY_TIME, F(fw_read), "0", 0, SEC, NULL, false,
+      "controller firmware time of every read, before its flash reads; a fixed delay, not a "
+      "resource: it adds latency, it does not cap IOPS" },
+    { "fw-read-large", NH_KEY_TIME, F(fw_read_large), "0", 0, SEC, NULL, false,
+      "firmware time a read over 4 KiB pays on top of fw-read (NVMeVirt charges such reads "
+      "more)" },
+    { "fw-write", NH_KEY_TIME, F(fw_write), "0", 0, SEC, NULL, false,
+      "controller firmware time of every write (zone appends too), before its data crosses "
+      "the host link; a fixed delay, not a resource" },
+    { "fw-write-4k", NH_KEY_TIME, F(fw_write_4k), "0", 0, SEC, NULL, false,
+      "firmware time a write pays on top of fw-write for each 4 KiB of its data (rounded up)" },
     { "pe-cycles", NH_KEY_UINT, F(pe_cycles), "auto", 1, 10000000, NULL, true,
       "rated program/erase cycles per block; auto = the cell preset" },
     { "one-shot", NH_KEY_ENUM, F(one_shot), "off", 0, 0, switch_names, false,
@@ -222,11 +238,23 @@ static size_t key_index(const NhConfigKey *k)
     return (size_t)(k - all_keys()->keys);
 }
 
-static bool given(const NhConfig *cfg, const NhConfigKey *k)
+static bool bit(const uint64_t *bits, const NhConfigKey *k)
 {
     size_t i = key_index(k);
 
-    return cfg->given[i / 64] >> (i % 64) & 1;
+    return bits[i / 64] >> (i % 64) & 1;
+}
+
+static void set_bit(uint64_t *bits, const NhConfigKey *k, bool on)
+{
+    size_t i = key_index(k);
+
+    bits[i / 64] = (bits[i / 64] & ~(1ull << (i % 64))) | (uint64_t)on << (i % 64);
+}
+
+static bool given(const NhConfig *cfg, const NhConfigKey *k)
+{
+    return bit(cfg->given, k);
 }
 
 /* The keys whose auto is the cell type's preset (nand.c): a preset's values of them are its
@@ -251,6 +279,7 @@ static void apply_preset(NhConfig *cfg)
 {
     const NhPreset *p = nh_preset_find(cfg->preset);
 
+    memset(cfg->dropped, 0, sizeof(cfg->dropped));
     for (size_t i = 0; i < nh_config_nkeys(); i++) {
         const NhConfigKey *k = nh_config_key(i);
         if (!given(cfg, k) && strcmp(k->name, "preset")) {
@@ -266,6 +295,102 @@ static void apply_preset(NhConfig *cfg)
             g_assert(ok);
         }
     }
+}
+
+/* The preset's value of @k if @cfg holds it from the preset (not given, not voided by a
+ * given cell), else NULL. */
+static const NhPresetValue *preset_value(const NhConfig *cfg, const NhConfigKey *k)
+{
+    const NhPreset *p = nh_preset_find(cfg->preset);
+
+    for (const NhPresetValue *v = p ? p->values : NULL; v && v->key; v++) {
+        if (!strcmp(v->key, k->name)) {
+            return given(cfg, k) || follows_cell(cfg, k) ? NULL : v;
+        }
+    }
+    return NULL;
+}
+
+static bool key_char(char c)
+{
+    return g_ascii_isalnum(c) || c == '-';
+}
+
+/* Does @msg hold "@k=VALUE" with @cfg's value of @k, as a word? */
+static bool names_value(const char *msg, const NhConfig *cfg, const NhConfigKey *k)
+{
+    char *v = nh_key_get(cfg, k), *kv = g_strdup_printf("%s=%s", k->name, v);
+    size_t n = strlen(kv);
+    bool found = false;
+
+    for (const char *p = strstr(msg, kv); p && !found; p = strstr(p + 1, kv)) {
+        found = (p == msg || !key_char(p[-1])) && !key_char(p[n]);
+    }
+    g_free(v);
+    g_free(kv);
+    return found;
+}
+
+/* The preset's value a refusal is of, NULL if none: the key it names first (its message
+ * starts with the key's name and a colon), else a key=value it names in its text ("alloc:
+ * dynamic does not go with stripe-merge=on").  Only a value the preset set and that is still
+ * in force. */
+static const NhConfigKey *refused_preset_key(const NhConfig *cfg, const GError *err)
+{
+    const char *colon = strchr(err->message, ':');
+    char *name = colon ? g_strndup(err->message, colon - err->message) : NULL;
+    const NhConfigKey *k = name ? nh_config_find(name) : NULL;
+
+    g_free(name);
+    if (k && preset_value(cfg, k) && !bit(cfg->dropped, k)) {
+        return k;
+    }
+    for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        k = nh_config_key(i);
+        if (preset_value(cfg, k) && !bit(cfg->dropped, k) && names_value(err->message, cfg, k)) {
+            return k;
+        }
+    }
+    return NULL;
+}
+
+bool nh_config_settle(NhConfig *cfg, GError **errp)
+{
+    GError *err = NULL;
+    bool ok;
+
+    while (!nh_config_check(cfg, &err)) {
+        const NhConfigKey *k = refused_preset_key(cfg, err);
+        if (!k) {
+            g_propagate_error(errp, err);
+            return false;
+        }
+        g_clear_error(&err);
+        ok = nh_key_set(cfg, k, k->defval, NULL);
+        g_assert(ok);       /* the table's own defaults must parse */
+        set_bit(cfg->dropped, k, true);
+    }
+    return true;
+}
+
+char *nh_config_dropped(const NhConfig *cfg, const NhConfigKey *k)
+{
+    NhConfig c = *cfg;
+    const NhPresetValue *v = preset_value(cfg, k);
+    GError *err = NULL;
+    char *why;
+    bool ok;
+
+    if (!bit(cfg->dropped, k) || !v) {
+        return NULL;
+    }
+    ok = nh_key_set(&c, k, v->value, NULL);
+    g_assert(ok);       /* test-config parses every preset's values */
+    why = nh_config_check(&c, &err) ? g_strdup_printf("%s: refused with the other values "
+                                                      "dropped", v->value)
+                                    : g_strdup_printf("%s: %s", v->value, err->message);
+    g_clear_error(&err);
+    return why;
 }
 
 bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **errp)
@@ -292,7 +417,8 @@ bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **e
     if (!strcmp(k->name, "preset")) {
         apply_preset(cfg);
     } else {
-        cfg->given[key_index(k) / 64] |= 1ull << (key_index(k) % 64);
+        set_bit(cfg->given, k, true);
+        set_bit(cfg->dropped, k, false);
         if (!strcmp(k->name, "cell")) {
             apply_preset(cfg);      /* the preset's timing gives way (follows_cell) */
         }
@@ -433,6 +559,12 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "one-shot: only ftl=page and ftl=dftl stage word lines, got ftl=%s",
                     cfg->ftl);
+        return false;
+    }
+    if (cfg->host_mps && (cfg->host_mps < 128 || (cfg->host_mps & (cfg->host_mps - 1)))) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "host-mps: PCIe's payload sizes are 128, 256, 512, 1024, 2048 and 4096 "
+                    "bytes (0: no packet overhead), got %u", cfg->host_mps);
         return false;
     }
     if (!nh_buf_config_check(cfg, errp) || !check_parts(cfg, features, errp)) {

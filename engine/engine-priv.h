@@ -109,10 +109,11 @@ bool nh_engine_zoned_submit(NhEngine *eng, const NhRequest *req, uint64_t now, u
 /* Every request and zone operation goes through the same steps: its arrival time checked
  * (nh_engine_check_now, before anything changes), time brought to it for the rest of the
  * device (nh_engine_arrive: the scheduler, background cleaning, deferred while a priority
- * request is outstanding), then its completion reported (nh_engine_complete: latency=zero,
- * the run's end). */
+ * request is outstanding; it returns when the request, @req or NULL for a zone action, is
+ * past the controller's firmware, fw-*), then its completion reported (nh_engine_complete:
+ * latency=zero, the run's end). */
 bool nh_engine_check_now(uint64_t now, GError **errp);
-void nh_engine_arrive(NhEngine *eng, uint64_t now, uint32_t flags);
+uint64_t nh_engine_arrive(NhEngine *eng, uint64_t now, const NhRequest *req);
 void nh_engine_complete(NhEngine *eng, uint64_t now, uint64_t t, uint64_t *done);
 void nh_engine_count_host(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t t);
 /* @bytes over one direction of the host link (host-mbps), ready at @ready: when they have
@@ -121,6 +122,9 @@ void nh_engine_count_host(NhEngine *eng, const NhRequest *req, uint64_t now, uin
 uint64_t nh_engine_host_link(NhEngine *eng, GArray *link, uint64_t ready, uint64_t bytes,
                              guint *slot);
 void nh_engine_host_unbook(GArray *link, guint slot);
+/* How long @bytes take over one direction of @cfg's host link (host-mbps > 0), packet
+ * overhead (host-mps) included. */
+uint64_t nh_engine_link_time(const NhConfig *cfg, uint64_t bytes);
 
 /* Hash of everything that shapes the saved state: geometry, FTL, cell, capacity. */
 uint64_t nh_engine_state_hash(const NhEngine *eng);

@@ -366,7 +366,7 @@ NhEngine *nh_engine_new(const NhConfig *cfg, uint64_t capacity, GError **errp)
     NhConfig c = *cfg;
     uint64_t lpages;
 
-    if (!nh_config_check(&c, errp)) {
+    if (!nh_config_settle(&c, errp)) {
         return NULL;
     }
     eng = g_new0(NhEngine, 1);
@@ -691,6 +691,22 @@ void nh_engine_prefetch(const NhEngine *eng, uint64_t offset, bool deep)
     }
 }
 
+/* Each packet's payload carries 24 bytes more over the link: 4 of framing (STP, or STP and
+ * END before Gen3), 2 of sequence number, a 4-dword header (NVMe hosts give 64-bit addresses)
+ * and 4 of LCRC; no ECRC.  The acknowledgement and flow-control DLLPs of a direction's packets
+ * travel the other way and are not charged (docs/presets.md, "The host link"). */
+#define TLP_OVERHEAD 24
+
+uint64_t nh_engine_link_time(const NhConfig *cfg, uint64_t bytes)
+{
+    uint64_t wire = bytes;
+
+    if (cfg->host_mps) {
+        wire += (bytes + cfg->host_mps - 1) / cfg->host_mps * TLP_OVERHEAD;
+    }
+    return (wire * 1000 + cfg->host_mbps - 1) / cfg->host_mbps;
+}
+
 /* @bytes over one direction of the host link (host-mbps) in the first gap from @ready long
  * enough for them; when they have crossed.  A gap, not the end of what is booked: a read
  * submitted later whose flash read ends sooner crosses first (booked after the others, reads
@@ -707,7 +723,7 @@ uint64_t nh_engine_host_link(NhEngine *eng, GArray *link, uint64_t ready, uint64
     if (!eng->cfg.host_mbps) {
         return ready;
     }
-    x = (bytes * 1000 + eng->cfg.host_mbps - 1) / eng->cfg.host_mbps;
+    x = nh_engine_link_time(&eng->cfg, bytes);
     while (old < link->len / 2 && g_array_index(link, uint64_t, 2 * old + 1) <= eng->last_now) {
         old++;
     }
@@ -830,12 +846,13 @@ bool nh_engine_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_
         return false;
     }
 
-    nh_engine_arrive(eng, now, req->flags);
+    arrive = nh_engine_arrive(eng, now, req);
 
     /* the host link (host-mbps): a write's data crosses it before the device can program it,
      * a read's after the flash read */
-    arrive = req->op == NH_OP_WRITE
-             ? nh_engine_host_link(eng, eng->link_in, now, req->length, &slot) : now;
+    if (req->op == NH_OP_WRITE) {
+        arrive = nh_engine_host_link(eng, eng->link_in, arrive, req->length, &slot);
+    }
     if (!zoned) {
         t = model_request(eng, req, arrive);
     } else if (!nh_engine_zoned_submit(eng, req, arrive, &t, errp)) {
@@ -861,11 +878,29 @@ bool nh_engine_check_now(uint64_t now, GError **errp)
     return true;
 }
 
-void nh_engine_arrive(NhEngine *eng, uint64_t now, uint32_t flags)
+/* The controller's firmware time of @req (fw-*): a fixed delay, not a resource, so that
+ * requests in flight do not wait for each other's (NVMeVirt, whose values the 970pro preset
+ * takes, books it so too: added to the request's start, no dispatcher timeline). */
+static uint64_t firmware_time(const NhConfig *c, const NhRequest *req)
 {
+    switch (req ? req->op : NH_OP_FLUSH) {
+    case NH_OP_READ:
+        return c->fw_read + (req->length > 4096 ? c->fw_read_large : 0);
+    case NH_OP_WRITE:
+        return c->fw_write + (req->length + 4095) / 4096 * c->fw_write_4k;
+    default:
+        return 0;
+    }
+}
+
+uint64_t nh_engine_arrive(NhEngine *eng, uint64_t now, const NhRequest *req)
+{
+    uint32_t flags = req ? req->flags : 0;
+
     eng->last_now = now;
     nh_nand_advance(eng->nand, now);
     eng->ops->background(eng->ftl, now, (flags & NH_REQ_PRIORITY) || now < eng->priority_until);
+    return now + firmware_time(&eng->cfg, req);
 }
 
 void nh_engine_complete(NhEngine *eng, uint64_t now, uint64_t t, uint64_t *done)

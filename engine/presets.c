@@ -2,10 +2,10 @@
  * presets.c - the presets of real drives (contract in config.h): each value with where it comes
  * from, printed by nvme-hybrid-sim --list-presets and laid out in docs/presets.md.
  *
- * A preset gives only keys every FTL and front end accept (geometry, timing, op): a one-shot
- * program, staged stripes or a write buffer would refuse ftl=bast or fdp=on on a drive that
- * names the preset, so the DRAM write cache of a drive with power-loss protection is left to
- * the user's keys (docs/presets.md says which and why).  Capacity is not a key: the device
+ * A preset's values are soft (nh_config_settle): one the rest of the configuration refuses
+ * (stripe-merge=on with ftl=bast) goes back to its key's default and /config/preset-dropped
+ * says so, so a preset may carry what not every FTL takes, as the capacitor-backed write cache
+ * of the datacenter drives.  Capacity is not a key: the device
  * takes it from its backend, the simulator from --capacity or the trace, and blocks=auto scales
  * the blocks per plane to it.
  */
@@ -25,6 +25,13 @@
                       "(SimpleSSD, docs/engine.md)"
 #define PCIE4 "PCIe 4.0 x4 (published): 4 lanes x 16 GT/s x 128/130, before packet overhead"
 #define NVMEVIRT "NVMeVirt (Kim et al., FAST'23) ssd_config.h, BASE_SSD=SAMSUNG_970PRO"
+#define PLP_CACHE "the drive's DRAM write cache, protected by its capacitors (power-loss " \
+                  "protection): stripe-merge's staging buffer is power-protected device DRAM " \
+                  "that acknowledges a write when staged (docs/engine.md); it needs ftl=page " \
+                  "or dftl, and is dropped for the others"
+#define FW_NONE "none is published, so fw-read and fw-write stay 0"
+#define MPS256 "assumed: the 256-byte max payload size most server root ports grant " \
+               "(the drive supports larger; the link's is the smaller of the two)"
 
 static const NhPresetValue pm9a3_values[] = {
     { "cell", "tlc", "Samsung PM9A3 announcement (heise, 2020-05): 128-layer V-NAND V6, TLC" },
@@ -44,13 +51,15 @@ static const NhPresetValue pm9a3_values[] = {
       "DDR 4.0 at 1.4 Gb/s per pin, 8 pins; V6 is at least as fast" },
     { "op", "12", "derived: 128 dies x 512 Gb = 8 TiB of flash for 7.68 TB" },
     { "host-mbps", "7877", PCIE4 },
+    { "host-mps", "256", MPS256 },
+    { "stripe-merge", "on", "assumed: power-loss protection, as Samsung's datacenter drives "
+      "have (PM9D3a's sheet says so; no PM9A3 sheet was read); " PLP_CACHE },
     { NULL, NULL, NULL }
 };
 
 static const NhPreset pm9a3 = {
     "pm9a3", "Samsung PM9A3 U.2 7.68 TB (MZQL27T6HBLA), PCIe 4.0 x4, V6 TLC, datacenter",
-    "its capacitor-backed DRAM write cache is not in the preset (add stripe-merge=on or "
-    "buffer=lru,buffer-volatile=off)",
+    "firmware time: " FW_NONE,
     pm9a3_values,
 };
 
@@ -73,14 +82,22 @@ static const NhPresetValue pro970_values[] = {
     { "channel-mbps", "800", NVMEVIRT ": NAND_CHANNEL_BANDWIDTH 800 MB/s" },
     { "op", "7", NVMEVIRT ": OP_AREA_PERCENT 0.07" },
     { "host-mbps", "3360", NVMEVIRT ": PCIE_BANDWIDTH 3,360 MB/s" },
+    { "host-mps", "0", "NVMeVirt's PCIE_BANDWIDTH is already an effective rate (PCIe 3.0 "
+      "x4's line rate is 3,938 MB/s) and it books no packet overhead" },
+    { "fw-read", "21500ns", NVMEVIRT ": FW_4KB_READ_LATENCY 21,500 ns, added to a read's "
+      "start (conv_ftl.c)" },
+    { "fw-read-large", "8990ns", NVMEVIRT ": FW_READ_LATENCY 30,490 ns for larger reads, "
+      "less fw-read (NVMeVirt's code compares with 4 KiB times its 4 partitions, 16 KiB)" },
+    { "fw-write", "4000ns", NVMEVIRT ": FW_WBUF_LATENCY0 4,000 ns a write" },
+    { "fw-write-4k", "460ns", NVMEVIRT ": FW_WBUF_LATENCY1 460 ns for each 4 KiB" },
     { NULL, NULL, NULL }
 };
 
 static const NhPreset pro970 = {
     "970pro", "Samsung 970 PRO (512 GB), PCIe 3.0 x4, 64-layer MLC V-NAND, as NVMeVirt "
     "calibrated it (NVMeVirt's values, not Samsung's)",
-    "not modelled: NVMeVirt's firmware latencies (21.5 us a 4 KiB "
-    "read, 4 + 0.46 us a write) and 1 MiB early-completion write buffer",
+    "not modelled: NVMeVirt's 1 MiB early-completion write buffer (the drive has no "
+    "power-loss protection, and the least buffer-size is a block, 4 MiB here)",
     pro970_values,
 };
 
@@ -100,14 +117,17 @@ static const NhPresetValue sz985_values[] = {
     { "op", "27", "derived: 128 dies x 64 Gb = 1 TiB of flash for 800 GB (30 drive writes a "
       "day, published, need a large spare area)" },
     { "host-mbps", "3200", "seed 004's test bed: PCIe Gen.3 x4 (3.2 GB/s)" },
+    { "host-mps", "0", "seed 004's 3.2 GB/s is an effective rate (PCIe 3.0 x4's line rate is "
+      "3,938 MB/s): no packet overhead on top" },
+    { "stripe-merge", "on", "Tom's Hardware (2018-01): 1.5 GB LPDDR4 cache with power-loss "
+      "protection; " PLP_CACHE },
     { NULL, NULL, NULL }
 };
 
 static const NhPreset sz985 = {
     "sz985", "Samsung SZ985 Z-SSD 800 GB, PCIe 3.0 x4, Z-NAND (SLC), the base of seed 004's "
     "2B-SSD",
-    "its capacitor-backed 1.5 GB LPDDR4 write cache is not in the preset (add stripe-merge=on "
-    "or buffer=lru,buffer-volatile=off)",
+    "firmware time: " FW_NONE " (its 12-20 us QD1 read is the figure it is validated against)",
     sz985_values,
 };
 
@@ -129,14 +149,15 @@ static const NhPresetValue pm9d3a_values[] = {
     { "op", "12", "derived: 64 dies x 1 Tb = 8 TiB of flash for 7.68 TB" },
     { "host-mbps", "15754", "PCIe 5.0 x4 (published): 4 lanes x 32 GT/s x 128/130, before "
       "packet overhead" },
+    { "host-mps", "256", MPS256 },
+    { "stripe-merge", "on", "Samsung PM9D3a specification: power-loss protection; " PLP_CACHE },
     { NULL, NULL, NULL }
 };
 
 static const NhPreset pm9d3a = {
     "pm9d3a", "Samsung PM9D3a U.2 7.68 TB, PCIe 5.0 x4, V8 TLC, Flexible Data Placement "
     "(fdp=on is the device's own property)",
-    "its capacitor-backed DRAM write cache is not in the preset (a write buffer turns "
-    "placement, hence fdp=on, off)",
+    "firmware time: " FW_NONE,
     pm9d3a_values,
 };
 

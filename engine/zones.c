@@ -123,8 +123,8 @@ bool nh_engine_zone_append(NhEngine *eng, uint32_t zone, uint64_t length, uint32
         g_set_error(errp, NH_ERROR, NH_ERROR_RANGE, "request has zero length");
         return false;
     }
-    nh_engine_arrive(eng, now, flags);
-    at = nh_engine_host_link(eng, eng->link_in, now, length, &slot);
+    at = nh_engine_arrive(eng, now, &req);
+    at = nh_engine_host_link(eng, eng->link_in, at, length, &slot);
     if (!nh_zoned_write(eng->zoned, zone, &in, length, true, at, &t, errp)) {
         nh_engine_host_unbook(eng->link_in, slot);
         return false;
@@ -144,7 +144,7 @@ bool nh_engine_zone_action(NhEngine *eng, NhZoneAction action, uint32_t zone, ui
     if (no_zones(eng, errp) || !nh_engine_check_now(now, errp)) {
         return false;
     }
-    nh_engine_arrive(eng, now, 0);
+    nh_engine_arrive(eng, now, NULL);     /* no firmware time: not a read or a write */
     if (!nh_zoned_action(eng->zoned, action, zone, now, &t, errp)) {
         return false;
     }

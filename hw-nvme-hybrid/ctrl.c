@@ -267,6 +267,20 @@ static void nhc_free(NhcCtrl *n)
     g_clear_pointer(&n->engine, nh_engine_free);
 }
 
+/* A preset's value the other properties refused is gone (nh_config_settle): said once, at
+ * start, besides the statistics' config.preset-dropped. */
+static void nhc_warn_dropped(const NhcCtrl *n)
+{
+    for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        const NhConfigKey *k = nh_config_key(i);
+        g_autofree char *why = nh_config_dropped(&n->cfg, k);
+        if (why) {
+            warn_report("nvme-hybrid: preset %s's %s dropped (was %s)", n->cfg.preset, k->name,
+                        why);
+        }
+    }
+}
+
 static void nhc_realize(PCIDevice *pci, Error **errp)
 {
     ERRP_GUARD();
@@ -280,10 +294,11 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
         return;
     }
     n->backend_wc = blk_enable_write_cache(n->blkconf.blk);
-    if (!nh_config_check(&n->cfg, &gerr)) {
+    if (!nh_config_settle(&n->cfg, &gerr)) {
         error_setg(errp, "%s", gerr->message);
         return;
     }
+    nhc_warn_dropped(n);
     if (!nhc_zns_realize(n, errp)) {
         return;
     }

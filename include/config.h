@@ -53,6 +53,9 @@ typedef struct NhConfig {
     char     preset[16];
     /* a bit per key (nh_config_key()'s index): set by a user, so a preset leaves it alone */
     uint64_t given[NH_CONFIG_MAX_KEYS / 64];
+    /* a bit per key: the preset's value was refused by the rest of the configuration and
+     * the key went back to its own default (nh_config_settle) */
+    uint64_t dropped[NH_CONFIG_MAX_KEYS / 64];
     /* NAND geometry */
     uint32_t channels;
     uint32_t ways;          /* chips per channel */
@@ -69,6 +72,12 @@ typedef struct NhConfig {
     uint64_t t_erase;
     uint32_t channel_mbps;  /* channel bus bandwidth, MB/s (10^6 bytes) */
     uint32_t host_mbps;     /* host interface (PCIe link) each way, MB/s; 0 = not modelled */
+    uint32_t host_mps;      /* PCIe max payload size, bytes a packet; 0 = no packet overhead */
+    /* controller firmware time a request pays before the back end sees it (ns) */
+    uint64_t fw_read;       /* every read */
+    uint64_t fw_read_large; /* more, for a read over 4 KiB */
+    uint64_t fw_write;      /* every write */
+    uint64_t fw_write_4k;   /* more, for each 4 KiB of a write (rounded up) */
     uint32_t pe_cycles;     /* rated program/erase cycles; 0 = the cell preset's value */
     NhSwitch one_shot;      /* tlc: the 3 pages of a word line in one program operation */
     /* FTL */
@@ -140,6 +149,14 @@ char *nh_config_key_values(const NhConfigKey *k);
 
 /* Checks across keys (gc-low < gc-high, ...), independent of capacity. */
 bool nh_config_check(const NhConfig *cfg, GError **errp);
+/* nh_config_check, after giving way where it is the preset's to give: while the check
+ * refuses a value the preset set (the user did not give the key): the refusal starts with the
+ * key's name, or names KEY=VALUE in its text, that key goes back to its own default and is
+ * marked dropped.  A refusal of a value the user gave, or of a key's own default, stands. */
+bool nh_config_settle(NhConfig *cfg, GError **errp);
+/* For a key whose preset value was dropped: "VALUE: why" (the check's refusal of the value
+ * with the rest of @cfg as it is); NULL for any other key.  Caller frees. */
+char *nh_config_dropped(const NhConfig *cfg, const NhConfigKey *k);
 
 const NhConfigKey *nh_config_find(const char *key);
 

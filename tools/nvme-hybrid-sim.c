@@ -863,16 +863,26 @@ static void warn_backwards(const Scan *scan)
 static NhEngine *engine_for(const NhConfig *cfg, uint64_t *capacity, uint64_t max_end, GError **err)
 {
     NhEngine *eng;
+    bool given = *capacity;
 
-    if (*capacity) {
-        return nh_engine_new(cfg, *capacity, err);
+    if (!given) {
+        *capacity = max_end > UINT64_MAX - ((1ull << 30) - 1) ? max_end
+                    : MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
     }
-    *capacity = max_end > UINT64_MAX - ((1ull << 30) - 1) ? max_end
-                : MAX(1ull << 30, (max_end + (1ull << 30) - 1) & ~((1ull << 30) - 1));
     eng = nh_engine_new(cfg, *capacity, err);
-    if (!eng) {
+    if (!eng && !given) {
         g_prefix_error(err, "the highest byte the trace touches sets the capacity "
                        "(--capacity or --fit set another): ");
+    }
+    /* a preset's value the other keys refused is gone: say so where the run is read too */
+    for (size_t i = 0; eng && i < nh_config_nkeys(); i++) {
+        const NhConfigKey *k = nh_config_key(i);
+        char *why = nh_config_dropped(nh_engine_config(eng), k);
+        if (why) {
+            fprintf(stderr, "nvme-hybrid-sim: preset %s's %s dropped (was %s)\n",
+                    cfg->preset, k->name, why);
+            g_free(why);
+        }
     }
     return eng;
 }

@@ -61,6 +61,10 @@ BAD = [
     ("serial=s,fdp=on,streams=4,physical-streams=3", "fdp: "),           # handles would share
     ("serial=s,fdp=on,streams=64", "fdp: "),                             # 65 handles
     ("serial=s,preset=pm1733", "preset"),
+    ("serial=s,host-mps=100", "host-mps"),
+    ("serial=s,fw-read=fast", "fw-read"),
+    ("serial=s,fw-write=2s", "fw-write"),
+    ("serial=s,ftl=bast,stripe-merge=on", "stripe-merge"),  # given, not the preset's: refused
 ]
 
 
@@ -112,6 +116,34 @@ def test_keys_override_the_preset_in_any_order(qemu_binary, tmp_path, props):
     cfg = config_of(qemu_binary, tmp_path, "serial=s,state-file=none," + props)
     assert (cfg["preset"], cfg["channels"], cfg["ways"]) == ("970pro", "4", "2"), cfg
     assert (cfg["page-size"], cfg["t-prog"], cfg["cell"]) == ("32K", "185us", "mlc"), cfg
+
+
+PRESETS = ["pm9a3", "970pro", "sz985", "pm9d3a"]
+# zones=4 on pm9a3 are 4 zones of a block on each of its 256 planes (3 GiB each): a sparse
+# image of 64 GiB holds them and the conventional space
+EXTRAS = [("fdp=on", 64 << 20), ("zones=4", 64 << 30), ("ftl=bast", 64 << 20),
+          ("ftl=sast", 64 << 20), ("buffer=lru", 64 << 20)]
+
+
+@pytest.mark.parametrize("extra,size", EXTRAS, ids=[e[0] for e in EXTRAS])
+def test_every_preset_builds_what_preset_none_builds(qemu_binary, tmp_path, extra, size):
+    """A preset's values are soft: a device that starts on preset=none with @extra starts on
+    every preset with it, and the config object names what the preset gave up and why."""
+    base = "serial=s,state-file=none," + extra
+    none = start(qemu_binary, tmp_path, base + ",preset=none", size=size)
+    assert none.returncode == 0, none.stderr
+    for preset in PRESETS:
+        r = start(qemu_binary, tmp_path, base + ",preset=" + preset, size=size)
+        assert r.returncode == 0, f"preset={preset},{extra}: {r.stderr}"
+        reply = [json.loads(line) for line in r.stdout.splitlines() if '"return"' in line][1]
+        cfg = json.loads(reply["return"])["config"]
+        dropped = cfg["preset-dropped"]
+        if extra.startswith("ftl=") and preset != "970pro":
+            assert cfg["stripe-merge"] == "off", cfg
+            assert dropped["stripe-merge"].startswith("on: stripe-merge: only ftl=page"), dropped
+            assert f"preset {preset}'s stripe-merge dropped (was on: " in r.stderr, r.stderr
+        else:
+            assert dropped == {}, dropped
 
 
 def test_fdp_on_a_default_device_has_a_handle_per_stream(qemu_binary, tmp_path):

@@ -165,6 +165,12 @@ static void expect_error(const char *text, const char *message)
 static void test_errors(void)
 {
     expect_error("channels=0", "channels: must be between 1 and 64, got 0");
+    expect_error("host-mps=100", "host-mps: PCIe's payload sizes are 128, 256, 512, 1024, "
+                 "2048 and 4096 bytes (0: no packet overhead), got 100");
+    expect_error("host-mps=8192", "host-mps: must be between 0 and 4096, got 8192");
+    expect_error("fw-read=abc", "fw-read: 'abc' is not a time");
+    expect_error("fw-write=2s", "fw-write: must be between 0ns and 1000000000ns, got 2s");
+    expect_error("fw-write-4k=-1us", "fw-write-4k: '-1us' is not a time");
     expect_error("channels=65", "channels: must be between 1 and 64, got 65");
     expect_error("channels=abc", "channels: 'abc' is not a number");
     expect_error("channels=-1", "channels: '-1' is not a number");
@@ -417,9 +423,47 @@ static void test_preset_overrides(void)
     g_assert_cmpuint(c.t_read, ==, 45000);
 }
 
-/* Every preset's keys exist, its values parse, it passes the checks across keys with every
- * FTL, and a drive of 1 GiB and one of 64 MiB (the tests' size) can be made of it; the
- * preset key's help names each (the device's help shows it). */
+/* A drive of @capacity on @preset with @ftl and @more: if the same keys make a drive on
+ * preset=none, they make one on the preset too (its values give way: nh_config_settle), and
+ * what the preset dropped is said with its reason. */
+static void preset_builds(const char *preset, const char *ftl, const char *more,
+                          uint64_t capacity)
+{
+    char *keys = g_strdup_printf("ftl=%s%s%s", ftl, *more ? "," : "", more);
+    char *props = g_strdup_printf("preset=%s,%s", preset, keys);
+    NhConfig none, c;
+    GError *err = NULL;
+    NhEngine *e;
+    bool possible;
+
+    unit_defaults(&none);
+    g_assert_true(nh_config_parse(&none, keys, NULL));
+    e = nh_engine_new(&none, capacity, NULL);
+    possible = e != NULL;
+    nh_engine_free(e);
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, props, &err));
+    e = nh_engine_new(&c, capacity, &err);
+    if (possible && err) {
+        g_error("%s builds on preset=none but not on its preset: %s", props, err->message);
+    }
+    g_clear_error(&err);
+    g_assert_true(!possible || nh_config_settle(&c, NULL));
+    for (size_t i = 0; possible && i < nh_config_nkeys(); i++) {
+        char *why = nh_config_dropped(&c, nh_config_key(i));
+        g_assert_true(!why || strlen(why) > 10);
+        g_free(why);
+    }
+    g_clear_error(&err);
+    nh_engine_free(e);
+    g_free(props);
+    g_free(keys);
+}
+
+/* Every preset's keys exist, its values parse, and with every FTL and the keys that refuse
+ * some of its values (zones, a write buffer, placement, dynamic allocation, a read cache) a
+ * drive of 1 GiB and one of 64 MiB (the tests' size) can be made of it wherever one can be on
+ * preset=none; the preset key's help names each (the device's help shows it). */
 static void test_preset_table(void)
 {
     const NhConfigKey *key = nh_config_find("preset");
@@ -428,6 +472,8 @@ static void test_preset_table(void)
     for (size_t i = 0; nh_presets[i]; i++, n++) {
         const NhPreset *p = nh_presets[i];
         const char *ftls[] = { "page", "dftl", "bast", "fast", "sast" };
+        const char *extras[] = { "", "zones=4", "buffer=lru", "streams=3", "alloc=dynamic",
+                                 "cache-size=1M" };
 
         g_assert_nonnull(strstr(key->help, p->name));
         g_assert_cmpstr(nh_preset_names[i], ==, p->name);
@@ -441,24 +487,74 @@ static void test_preset_table(void)
             g_assert_cmpuint(strlen(v->source), >, 10);
         }
         for (size_t f = 0; f < G_N_ELEMENTS(ftls); f++) {
-            char *props = g_strdup_printf("preset=%s,ftl=%s", p->name, ftls[f]);
-            NhConfig c;
-            GError *err = NULL;
-            NhEngine *e;
-
-            nh_config_defaults(&c);
-            g_assert_true(nh_config_parse(&c, props, &err));
-            g_assert_true(nh_config_check(&c, &err));
-            g_assert_no_error(err);
-            e = nh_engine_new(&c, f ? 64ull << 20 : 1ull << 30, &err);
-            g_assert_no_error(err);
-            nh_engine_free(e);
-            g_free(props);
+            for (size_t x = 0; x < G_N_ELEMENTS(extras); x++) {
+                preset_builds(p->name, ftls[f], extras[x], f ? 64ull << 20 : 1ull << 30);
+            }
         }
     }
     g_assert_cmpuint(n, >=, 4);
     g_assert_cmpstr(nh_preset_names[n], ==, "none");
     g_assert_null(nh_preset_names[n + 1]);
+}
+
+/* The value @key has in @c, checked, freed. */
+static void expect_value(const NhConfig *c, const char *key, const char *want)
+{
+    char *v = nh_config_get(c, key);
+
+    g_assert_cmpstr(v, ==, want);
+    g_free(v);
+}
+
+/* A preset's value the rest of the configuration refuses goes back to its key's default and
+ * says why; the same value given by the user is refused as ever; a refusal that is not of a
+ * preset's value stands. */
+static void test_preset_soft(void)
+{
+    NhConfig c;
+    GError *err = NULL;
+    char *why;
+
+    /* pm9a3 carries stripe-merge=on, which ftl=bast refuses: in either order, dropped */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "ftl=bast,preset=pm9a3", NULL));
+    expect_value(&c, "stripe-merge", "on");
+    g_assert_true(nh_config_settle(&c, &err));
+    g_assert_no_error(err);
+    expect_value(&c, "stripe-merge", "off");
+    why = nh_config_dropped(&c, nh_config_find("stripe-merge"));
+    g_assert_cmpstr(why, ==, "on: stripe-merge: only ftl=page and ftl=dftl merge writes into "
+                    "stripes, got ftl=bast");
+    g_free(why);
+    g_assert_null(nh_config_dropped(&c, nh_config_find("ftl")));
+    g_assert_null(nh_config_dropped(&c, nh_config_find("page-size")));
+    g_assert_true(nh_config_check(&c, NULL));
+    g_assert_true(nh_config_settle(&c, NULL));      /* settled stays settled */
+    /* a refusal of another key that names the preset's value (alloc: ... stripe-merge=on) */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "preset=sz985,alloc=dynamic", NULL));
+    g_assert_true(nh_config_settle(&c, NULL));
+    expect_value(&c, "stripe-merge", "off");
+    expect_value(&c, "alloc", "dynamic");
+    /* a new preset, or the key given, clears the mark */
+    g_assert_true(nh_config_set(&c, "preset", "pm9a3", NULL));
+    g_assert_null(nh_config_dropped(&c, nh_config_find("stripe-merge")));
+    /* given by the user: refused, nothing dropped */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "preset=pm9a3,ftl=bast,stripe-merge=on", NULL));
+    g_assert_false(nh_config_settle(&c, &err));
+    g_assert_cmpstr(err->message, ==, "stripe-merge: only ftl=page and ftl=dftl merge writes "
+                    "into stripes, got ftl=bast");
+    g_clear_error(&err);
+    expect_value(&c, "stripe-merge", "on");
+    g_assert_null(nh_config_dropped(&c, nh_config_find("stripe-merge")));
+    /* a refusal of the user's own keys is not the preset's to mend */
+    nh_config_defaults(&c);
+    g_assert_true(nh_config_parse(&c, "preset=pm9a3,gc-low=5,gc-critical=8", NULL));
+    g_assert_false(nh_config_settle(&c, &err));
+    g_assert_nonnull(strstr(err->message, "gc-critical: must be below gc-low"));
+    g_clear_error(&err);
+    expect_value(&c, "stripe-merge", "on");
 }
 
 /* An unknown preset is refused naming the key and the presets; a preset given twice in one
@@ -487,6 +583,7 @@ int main(int argc, char **argv)
     g_test_add_func("/config/preset-overrides", test_preset_overrides);
     g_test_add_func("/config/preset-table", test_preset_table);
     g_test_add_func("/config/preset-errors", test_preset_errors);
+    g_test_add_func("/config/preset-soft", test_preset_soft);
     g_test_add_func("/config/units", test_units);
     g_test_add_func("/config/one-way", test_one_way);
     g_test_add_func("/config/canonical", test_canonical);

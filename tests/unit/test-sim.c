@@ -406,7 +406,14 @@ static void test_sim_list_keys(void)
     members = json_object_get_members(json_node_get_object(cfg));
     g_assert_cmpuint(g_list_length(members), >, 30);
     for (GList *m = members; m; m = m->next) {
-        char *head = g_strdup_printf("\n%s\n    ", (char *)m->data);
+        char *head;
+        if (!strcmp(m->data, "preset-dropped")) {
+            /* not a key: the preset's values refused (nh_config_settle), none here */
+            g_assert_cmpuint(json_object_get_size(json_object_get_object_member(
+                json_node_get_object(cfg), "preset-dropped")), ==, 0);
+            continue;
+        }
+        head = g_strdup_printf("\n%s\n    ", (char *)m->data);
         char *line = strstr(list, head);
         g_assert_nonnull(line);
         g_assert_nonnull(strstr(line, "; default "));

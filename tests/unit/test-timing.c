@@ -10,16 +10,6 @@
 
 #define IDLE 1000000000000ull   /* far after anything booked so far */
 
-static uint64_t submit(NhEngine *e, NhOp op, uint64_t off, uint64_t len, uint64_t now)
-{
-    NhRequest q = { .op = op, .offset = off, .length = len };
-    uint64_t done;
-    GError *err = NULL;
-    g_assert_true(nh_engine_submit(e, &q, now, &done, &err));
-    g_assert_no_error(err);
-    return done;
-}
-
 /* Sequential read of 1024 pages written sequentially (so striped over every channel). */
 static uint64_t seq_read_time(unsigned channels)
 {
@@ -27,8 +17,8 @@ static uint64_t seq_read_time(unsigned channels)
     NhEngine *e = unit_engine(props, 64 << 20);
     uint64_t t;
 
-    submit(e, NH_OP_WRITE, 0, 4 << 20, 0);
-    t = submit(e, NH_OP_READ, 0, 4 << 20, IDLE) - IDLE;
+    unit_submit(e, NH_OP_WRITE, 0, 4 << 20, 0);
+    t = unit_submit(e, NH_OP_READ, 0, 4 << 20, IDLE) - IDLE;
     g_free(props);
     nh_engine_free(e);
     return t;
@@ -55,18 +45,18 @@ static void test_die_serialises(void)
     NhEngine *e = unit_engine("channels=1,ways=2,pages=16,op=10", 1 << 20);
     uint64_t a, b, c;
 
-    submit(e, NH_OP_WRITE, 0, 3 * 4096, 0);     /* pages 0, 2 on way 0; page 1 on way 1 */
-    a = submit(e, NH_OP_READ, 0, 4096, IDLE);
-    c = submit(e, NH_OP_READ, 4096, 4096, IDLE);
-    b = submit(e, NH_OP_READ, 2 * 4096, 4096, IDLE);
+    unit_submit(e, NH_OP_WRITE, 0, 3 * 4096, 0);     /* pages 0, 2 on way 0; page 1 on way 1 */
+    a = unit_submit(e, NH_OP_READ, 0, 4096, IDLE);
+    c = unit_submit(e, NH_OP_READ, 4096, 4096, IDLE);
+    b = unit_submit(e, NH_OP_READ, 2 * 4096, 4096, IDLE);
     g_assert_cmpuint(a - IDLE, ==, 25000 + 5120);
     g_assert_cmpuint(c - IDLE, ==, 25000 + 2 * 5120);      /* other die: senses in parallel */
     g_assert_cmpuint(b - IDLE, ==, 2 * (25000 + 5120));    /* same die: waits a whole read */
 
     /* programs on one die: the second waits for the first tPROG */
-    a = submit(e, NH_OP_WRITE, 5 * 4096, 4096, 2 * IDLE);   /* way 1 (after 3 pages) */
-    b = submit(e, NH_OP_WRITE, 6 * 4096, 4096, 2 * IDLE);   /* way 0 */
-    c = submit(e, NH_OP_WRITE, 7 * 4096, 4096, 2 * IDLE);   /* way 1 again */
+    a = unit_submit(e, NH_OP_WRITE, 5 * 4096, 4096, 2 * IDLE);   /* way 1 (after 3 pages) */
+    b = unit_submit(e, NH_OP_WRITE, 6 * 4096, 4096, 2 * IDLE);   /* way 0 */
+    c = unit_submit(e, NH_OP_WRITE, 7 * 4096, 4096, 2 * IDLE);   /* way 1 again */
     g_assert_cmpuint(a - 2 * IDLE, ==, 5120 + 200000);
     g_assert_cmpuint(b - 2 * IDLE, ==, 2 * 5120 + 200000);  /* bus busy with the first one */
     g_assert_cmpuint(c - 2 * IDLE, ==, 2 * (5120 + 200000));
@@ -91,21 +81,21 @@ static uint64_t read_when_gc_starts(NhEngine *e, uint64_t *now, uint64_t *copies
     uint64_t blocks_before, copies_before;
     GRand *r = g_rand_new_with_seed(7);
 
-    submit(e, NH_OP_WRITE, 0, 1 << 20, 0);
+    unit_submit(e, NH_OP_WRITE, 0, 1 << 20, 0);
     *now = 0;
     for (int i = 0; i < 20000; i++) {
         uint64_t t;
         *now += IDLE;   /* every request finds the die idle, except for GC issued at it */
         blocks_before = counter(e, "ftl.gc_blocks");
         copies_before = counter(e, "ftl.gc_page_copies");
-        t = submit(e, NH_OP_READ, 0, 4096, *now) - *now;
+        t = unit_submit(e, NH_OP_READ, 0, 4096, *now) - *now;
         if (counter(e, "ftl.gc_blocks") > blocks_before) {
             *copies = counter(e, "ftl.gc_page_copies") - copies_before;
             g_rand_free(r);
             return t;
         }
         *plain = t;
-        submit(e, NH_OP_WRITE, g_rand_int_range(r, 0, 256) * 4096, 4096, *now + IDLE / 2);
+        unit_submit(e, NH_OP_WRITE, g_rand_int_range(r, 0, 256) * 4096, 4096, *now + IDLE / 2);
     }
     g_assert_not_reached();
 }
@@ -140,11 +130,11 @@ static void test_suspend(void)
     g_assert_cmpuint(t, ==, read);
     g_assert_cmpuint(copies, >, 0);
     g_assert_cmpuint(counter(e, "sched.queued_ops"), ==, 2 * copies + 1);
-    g_assert_cmpuint(submit(e, NH_OP_READ, 0, 4096, at) - at, ==, 20000 + read);
+    g_assert_cmpuint(unit_submit(e, NH_OP_READ, 0, 4096, at) - at, ==, 20000 + read);
     g_assert_cmpuint(counter(e, "sched.suspends"), ==, 1);
     g_assert_cmpuint(counter(e, "sched.idle_ops"), ==, 2 * copies + 1);
     /* the erase ends 10 ms after it began, plus the suspension: 20 us, the read, 30 us */
-    g_assert_cmpuint(submit(e, NH_OP_WRITE, 200 * 4096, 4096, at + 100000), ==,
+    g_assert_cmpuint(unit_submit(e, NH_OP_WRITE, 200 * 4096, 4096, at + 100000), ==,
                      erase + 10000000 + 20000 + read + 30000 + prog);
     nh_engine_free(e);
 }
@@ -152,8 +142,8 @@ static void test_suspend(void)
 static void test_latency_zero(void)
 {
     NhEngine *e = unit_engine("channels=1,ways=1,pages=16,op=10,latency=zero", 1 << 20);
-    g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 8192, 100), ==, 100);
-    g_assert_cmpuint(submit(e, NH_OP_READ, 0, 8192, IDLE), ==, IDLE);
+    g_assert_cmpuint(unit_submit(e, NH_OP_WRITE, 0, 8192, 100), ==, 100);
+    g_assert_cmpuint(unit_submit(e, NH_OP_READ, 0, 8192, IDLE), ==, IDLE);
     /* the model still ran: the histogram holds the modeled latency */
     g_assert_cmpuint(counter(e, "nand.page_programs"), ==, 2);
     g_assert_cmpuint(counter(e, "latency_ns.read.max"), ==, 2 * (25000 + 5120));
@@ -170,15 +160,15 @@ static void test_presets(void)
         char *props = g_strdup_printf("channels=1,ways=1,pages=16,op=10,cell=%s",
                                       presets[i].cell);
         NhEngine *e = unit_engine(props, 1 << 20);
-        submit(e, NH_OP_WRITE, 0, 4096, 0);
-        g_assert_cmpuint(submit(e, NH_OP_READ, 0, 4096, IDLE) - IDLE, ==, presets[i].read + 5120);
+        unit_submit(e, NH_OP_WRITE, 0, 4096, 0);
+        g_assert_cmpuint(unit_submit(e, NH_OP_READ, 0, 4096, IDLE) - IDLE, ==, presets[i].read + 5120);
         nh_engine_free(e);
         g_free(props);
     }
     NhEngine *e = unit_engine("channels=1,ways=1,pages=16,op=10,cell=mlc,t-read=1us,channel-mbps=400",
                        1 << 20);
-    submit(e, NH_OP_WRITE, 0, 4096, 0);
-    g_assert_cmpuint(submit(e, NH_OP_READ, 0, 4096, IDLE) - IDLE, ==, 1000 + 10240);
+    unit_submit(e, NH_OP_WRITE, 0, 4096, 0);
+    g_assert_cmpuint(unit_submit(e, NH_OP_READ, 0, 4096, IDLE) - IDLE, ==, 1000 + 10240);
     nh_engine_free(e);
 }
 
@@ -194,9 +184,9 @@ static void test_unwritten_reads(void)
     NhEngine *flash = unit_engine("channels=1,ways=1,planes=2,pages=64,unwritten-reads=flash",
                                   64 << 20);
 
-    g_assert_cmpuint(submit(free_, NH_OP_READ, 0, 4096, 1000), ==, 1000);
-    g_assert_cmpuint(submit(flash, NH_OP_READ, 0, 4096, 1000), ==, 1000 + 25000 + 5120);
-    g_assert_cmpuint(submit(flash, NH_OP_READ, 0, 8192, IDLE), ==, IDLE + 25000 + 2 * 5120);
+    g_assert_cmpuint(unit_submit(free_, NH_OP_READ, 0, 4096, 1000), ==, 1000);
+    g_assert_cmpuint(unit_submit(flash, NH_OP_READ, 0, 4096, 1000), ==, 1000 + 25000 + 5120);
+    g_assert_cmpuint(unit_submit(flash, NH_OP_READ, 0, 8192, IDLE), ==, IDLE + 25000 + 2 * 5120);
     g_assert_cmpuint(unit_stat(flash, "host", "unwritten_read_pages"), ==, 3);
     g_assert_cmpuint(unit_stat(flash, "nand", "page_reads"), ==, 3);
     g_assert_cmpuint(unit_stat(flash, "nand", "read_ops"), ==, 2);
@@ -220,9 +210,9 @@ static uint64_t write_after_busy_die(const char *alloc)
     NhEngine *e = unit_engine(props, 1 << 20);
     uint64_t done;
 
-    g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 2 * 4096, 0), ==, 5120 + 200000);
-    g_assert_cmpuint(submit(e, NH_OP_READ, 0, 4096, 10000), ==, 205120 + 25000 + 5120);
-    done = submit(e, NH_OP_WRITE, 8 * 4096, 4096, 20000);
+    g_assert_cmpuint(unit_submit(e, NH_OP_WRITE, 0, 2 * 4096, 0), ==, 5120 + 200000);
+    g_assert_cmpuint(unit_submit(e, NH_OP_READ, 0, 4096, 10000), ==, 205120 + 25000 + 5120);
+    done = unit_submit(e, NH_OP_WRITE, 8 * 4096, 4096, 20000);
     g_free(props);
     nh_engine_free(e);
     return done;
@@ -230,27 +220,28 @@ static uint64_t write_after_busy_die(const char *alloc)
 
 /* host-mbps: a read's data crosses the link after the flash read, a write's before its
  * program, one transfer at a time each way; reads and writes do not share a direction.  At
- * 100 MB/s 128 KiB take 1,310,720 ns. */
+ * 100 MB/s 128 KiB take 1,310,720 ns (host-mps=0: the rate alone; its packets are
+ * test-host-time's). */
 static void test_host_link(void)
 {
     NhEngine *free_link = unit_engine("channels=8,ways=1,pages=64,op=10,streams=0", 64 << 20);
-    NhEngine *e = unit_engine("channels=8,ways=1,pages=64,op=10,streams=0,host-mbps=100",
-                              64 << 20);
+    NhEngine *e = unit_engine("channels=8,ways=1,pages=64,op=10,streams=0,host-mbps=100,"
+                              "host-mps=0", 64 << 20);
     uint64_t xfer = 1310720, w0, w1, r0, r1, flash_read;
 
-    w0 = submit(free_link, NH_OP_WRITE, 0, 128 << 10, 0);
-    flash_read = submit(free_link, NH_OP_READ, 0, 128 << 10, IDLE) - IDLE;
-    g_assert_cmpuint(submit(e, NH_OP_WRITE, 0, 128 << 10, 0), ==, w0 + xfer);
+    w0 = unit_submit(free_link, NH_OP_WRITE, 0, 128 << 10, 0);
+    flash_read = unit_submit(free_link, NH_OP_READ, 0, 128 << 10, IDLE) - IDLE;
+    g_assert_cmpuint(unit_submit(e, NH_OP_WRITE, 0, 128 << 10, 0), ==, w0 + xfer);
     /* a second write at once waits for the first's data, not for its program (on other
      * dies: its own takes as long) */
-    w1 = submit(e, NH_OP_WRITE, 128 << 10, 128 << 10, 0);
+    w1 = unit_submit(e, NH_OP_WRITE, 128 << 10, 128 << 10, 0);
     g_assert_cmpuint(w1, ==, 2 * xfer + w0);
-    r0 = submit(e, NH_OP_READ, 0, 128 << 10, IDLE);
+    r0 = unit_submit(e, NH_OP_READ, 0, 128 << 10, IDLE);
     g_assert_cmpuint(r0 - IDLE, ==, flash_read + xfer);
-    r1 = submit(e, NH_OP_READ, 0, 128 << 10, IDLE);
+    r1 = unit_submit(e, NH_OP_READ, 0, 128 << 10, IDLE);
     g_assert_cmpuint(r1, ==, r0 + xfer);
     /* the link's other direction is free meanwhile */
-    g_assert_cmpuint(submit(e, NH_OP_WRITE, 256 << 10, 128 << 10, IDLE), <, r1);
+    g_assert_cmpuint(unit_submit(e, NH_OP_WRITE, 256 << 10, 128 << 10, IDLE), <, r1);
     nh_engine_free(free_link);
     nh_engine_free(e);
 }

@@ -154,4 +154,17 @@ static inline uint64_t unit_stat(NhEngine *e, const char *section, const char *k
     return v;
 }
 
+/* Request @op of [@off, +@len) at @now on @e, which must accept it; when it completes. */
+static inline uint64_t unit_submit(NhEngine *e, NhOp op, uint64_t off, uint64_t len,
+                                   uint64_t now)
+{
+    NhRequest q = { .op = op, .offset = off, .length = len };
+    uint64_t done;
+    GError *err = NULL;
+
+    g_assert_true(nh_engine_submit(e, &q, now, &done, &err));
+    g_assert_no_error(err);
+    return done;
+}
+
 #endif
