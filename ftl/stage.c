@@ -33,10 +33,11 @@ static void stage_decode(const NhPartIn *in, void *settings)
 {
     const NhConfig *cfg = in->cfg;
     NhStageSettings *s = settings;
-    uint32_t wl = cfg->one_shot == NH_ON ? 3 : 1;
+    uint32_t wl = nh_config_sub(cfg) * (cfg->one_shot == NH_ON ? 3 : 1);
 
     s->merge = in->keys[0] == NH_ON;
-    if (s->merge || cfg->one_shot == NH_ON) {
+    s->sub = nh_config_sub(cfg);
+    if (s->merge || wl > 1) {
         s->unit = wl * (s->merge ? cfg->channels * cfg->ways * cfg->dies * cfg->planes : 1);
     }
 }
@@ -44,18 +45,35 @@ static void stage_decode(const NhPartIn *in, void *settings)
 static uint32_t stage_needs(const void *settings)
 {
     const NhStageSettings *s = settings;
-    return s->merge ? NH_FTL_STRIPE_MERGE : 0;
+    return (s->merge ? NH_FTL_STRIPE_MERGE : 0) | (s->sub > 1 ? NH_FTL_MAP_UNIT : 0);
 }
 
 static bool stage_check(const NhPartIn *in, const void *settings, const void *const *all,
                         GError **errp)
 {
-    (void)settings;
+    const NhStageSettings *s = settings;
+
     (void)all;
+    if (in->missing & NH_FTL_MAP_UNIT) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "map-unit: only ftl=page and ftl=dftl map units smaller than a flash page "
+                    "(map-unit=%u, page-size=%u), got ftl=%s", in->cfg->map_unit,
+                    in->cfg->page_size, in->cfg->ftl);
+        return false;
+    }
     if (in->missing) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "stripe-merge: only ftl=page and ftl=dftl merge writes into stripes, got "
                     "ftl=%s", in->cfg->ftl);
+        return false;
+    }
+    if (s->sub > 1 && !s->merge) {
+        /* staging one flash page per stream would leave two pages' programs in flight (its
+         * two halves): a random write load would run at 2 pages per t-prog */
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "map-unit: units smaller than a flash page (map-unit=%u, page-size=%u) are "
+                    "packed into pages by stripe staging: set stripe-merge=on",
+                    in->cfg->map_unit, in->cfg->page_size);
         return false;
     }
     return true;

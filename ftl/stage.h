@@ -29,6 +29,7 @@
 typedef struct NhStageSettings {
     bool     merge;         /* stripe-merge=on */
     uint32_t unit;          /* pages programmed together; 0 without one-shot or stripe-merge */
+    uint32_t sub;           /* mapping units in a flash page (map-unit) */
 } NhStageSettings;
 
 typedef uint64_t (*NhStagePut)(void *ctx, uint64_t lpn, uint32_t ppn, uint64_t t);
