@@ -97,7 +97,7 @@ void nh_stage_init(NhStage *s, const NhFtlEnv *env, NhBlocks *b, const uint32_t 
 
     *s = (NhStage){
         .unit = set->unit, .nbuf = pl ? pl->nstreams : 1,
-        .wait = env->nand->t.t_prog, .b = b, .fwd = fwd, .pl = pl, .host_front = host_front,
+        .wait = set->sub > 1 ? 0 : env->nand->t.t_prog, .b = b, .fwd = fwd, .pl = pl, .host_front = host_front,
         .ctr = env->parts->counters[NH_PART_stage], .put = put, .ctx = ctx,
     };
     if (!s->unit) {
@@ -277,8 +277,11 @@ uint64_t nh_stage_flush(NhStage *s, uint64_t t)
 void nh_stage_background(NhStage *s, uint64_t now)
 {
     /* a page waits at most one tPROG for its unit-mates: it then reaches NAND at most one
-     * program time later than it would have unstaged */
-    for (uint32_t bi = 0; bi < s->nbuf && s->unit; bi++) {
+     * program time later than it would have unstaged.  Not with map-unit: a forced stripe pads
+     * its last flash page, and a unit reached NAND one at a time before (as a whole page)
+     * only because it had to; the units wait for their stripe, a flush or a FUA, in the
+     * capacitor-protected buffer */
+    for (uint32_t bi = 0; bi < s->nbuf && s->unit && s->wait; bi++) {
         NhStageBuf *sb = &s->buf[bi];
         if (sb->n && now >= sb->first + s->wait) {
             force(s, bi, sb->first + s->wait);

@@ -49,7 +49,7 @@ typedef struct NhStage {
     uint32_t     nbuf;      /* buffers: the physical streams */
     NhStageBuf  *buf;
     GHashTable  *slot;      /* lpn + 1 -> buffer x unit + index + 1 */
-    uint64_t     wait;      /* the longest a page stays staged: one tPROG */
+    uint64_t     wait;      /* the longest a page stays staged: one tPROG; 0: no limit */
     NhBlocks    *b;
     const uint32_t *fwd;    /* the FTL's forward map (ppn + 1) */
     NhPlacement *pl;        /* NULL: placement off */
