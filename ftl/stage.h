@@ -9,6 +9,10 @@
  *  - One staging buffer per physical stream (placement.h), each programmed on its stream's
  *    frontier, so a word line or stripe never holds pages of two streams.  Without placement,
  *    one buffer on the FTL's host frontier.  GC copies are not staged.
+ *  - With map-unit below page-size a page here is a mapping unit and a program covers a flash
+ *    page of them (nand.h): stripe-merge=on is required, a forced unit is padded to the flash
+ *    page, and there is no bounded wait (units stay until their stripe fills, a flush or a
+ *    FUA).
  *  - A page is staged in one buffer at most.  A rewrite of a staged page takes the new data in
  *    the buffer (ftl.stripe_overwrites); if the write places it on another stream, the page
  *    moves to that stream's buffer.
