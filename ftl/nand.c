@@ -86,6 +86,7 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, const NhParts *parts)
     n->erase_count = g_new0(uint32_t, n->g.nblocks);
     n->next_page = g_new0(uint32_t, n->g.nblocks);
     n->page_batch = n->sub > 1 ? g_new0(uint64_t, n->g.nblocks) : NULL;
+    n->queued_reads = ++n->batches;
     return n;
 }
 
@@ -507,10 +508,13 @@ uint64_t nh_nand_run(NhNand *n, NhFlashOp op, uint64_t at)
     uint64_t batch = n->batch, done;
     bool joined;
 
-    n->batch = 0;   /* a queued operation joins no host batch */
+    /* a queued operation joins no host batch; with map-unit, GC's reads of the units of one
+     * flash page, run one after another on the die, share its tR */
+    n->batch = op.kind == NH_FOP_READ && n->sub > 1 ? n->queued_reads : 0;
     switch (op.kind) {
     case NH_FOP_READ:
         done = book_read(n, op.addr, at, &joined);
+        n->stats->nand_read_ops -= joined;  /* counted when queued */
         break;
     case NH_FOP_PROGRAM:
         done = run_program(n, op.addr, at);

@@ -142,6 +142,7 @@ typedef struct NhNand {
     NhDivisor  div_pages, div_plane, div_die, div_channel, div_planes, div_wl, div_sub;
     uint64_t   batch;       /* current batch id; 0 outside a batch */
     uint32_t   batch_depth; /* nested nh_nand_batch_begin calls: the outermost is the batch */
+    uint64_t   queued_reads; /* the batch queued reads run in (map-unit: units of a page join) */
     uint64_t   batches;     /* ids handed out */
     NhDieOp   *op;          /* [ndies] */
     NhStats   *stats;

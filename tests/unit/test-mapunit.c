@@ -149,6 +149,36 @@ static void test_random_mix(gconstpointer props)
     nh_engine_free(e);
 }
 
+/* Garbage collection deferred by sched=prio (the default): a victim's valid units of one flash
+ * page are read with one tR, and a page of copies is programmed as one operation. */
+static void test_gc_pages(void)
+{
+    NhEngine *e = unit_engine(ONE_DIE "," MU, 1 << 20);
+    GRand *rnd = g_rand_new_with_seed(11);
+    uint64_t now = 0, copies, reads, read_ops, programs, program_ops;
+
+    for (int i = 0; i < 4000; i++) {
+        submit(e, NH_OP_WRITE, 0, (uint64_t)g_rand_int_range(rnd, 0, 256) * 4096, 4096, now, 0);
+        now += 300000;
+    }
+    submit(e, NH_OP_FLUSH, 0, 0, 0, now, 0);
+    unit_check(e);
+    copies = unit_stat(e, "ftl", "gc_page_copies");
+    reads = unit_stat(e, "nand", "page_reads");
+    read_ops = unit_stat(e, "nand", "read_ops");
+    programs = unit_stat(e, "nand", "page_programs");
+    program_ops = unit_stat(e, "nand", "program_ops");
+    /* only GC reads: every copy read once, the valid units of a page sharing a tR (2,250
+     * units in 1,502 operations; one each, 2,250, when queued reads did not join) */
+    g_assert_cmpuint(copies, >, 1000);
+    g_assert_cmpuint(reads, ==, copies);
+    g_assert_cmpuint(read_ops * 4, <, reads * 3);
+    /* every program operation a whole page of four units */
+    g_assert_cmpuint(programs, ==, 4 * program_ops);
+    g_rand_free(rnd);
+    nh_engine_free(e);
+}
+
 static void refused(const char *props, const char *msg)
 {
     NhConfig c;
@@ -229,6 +259,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/mapunit/timing", test_timing);
     g_test_add_func("/mapunit/bytes-programmed", test_bytes_programmed);
+    g_test_add_func("/mapunit/gc-pages", test_gc_pages);
     g_test_add_func("/mapunit/refusals", test_refusals);
     g_test_add_func("/mapunit/partial-page", test_partial_page);
     g_test_add_data_func("/mapunit/mix/page", "channels=2,ways=1,planes=2,pages=16,op=10,"
