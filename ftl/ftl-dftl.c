@@ -287,8 +287,8 @@ static uint64_t tpages_of(const NhConfig *cfg, uint64_t lpages)
 static uint32_t dftl_spare_blocks(const NhFtlEnv *env, uint32_t npu)
 {
     const NhConfig *cfg = env->cfg;
-    uint64_t per_plane = (tpages_of(cfg, env->lpages) + (uint64_t)nh_config_unit_pages(cfg) * npu - 1) /
-                         ((uint64_t)nh_config_unit_pages(cfg) * npu);
+    uint64_t per_block = (uint64_t)nh_config_unit_pages(cfg) * npu;
+    uint64_t per_plane = (tpages_of(cfg, env->lpages) + per_block - 1) / per_block;
     return pmap_min_spare(env, npu, (uint32_t)(NFRONT + 2 * per_plane), 2);
 }
 

@@ -621,9 +621,9 @@ uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now)
     }
     n->next_page[blk] = nh_page_in_block(n, ppn) + 1;
     n->stats->nand_page_programs++;
+    /* a deferred GC page's later units are not queued: they ride with its first (run_program) */
     if (n->untimed || (n->gc_depth && nh_sched_defers(n->sched) && nh_mod(ppn, n->div_sub)) ||
         queued(n, (NhFlashOp){ ppn, NH_FOP_PROGRAM }, die, now, &n->stats->nand_program_ops)) {
-        /* a deferred GC page's later units ride with its first (run_program) */
         return now;
     }
     if (!n->gc_depth) {

@@ -17,9 +17,10 @@
  *    collection (between nh_nand_gc_begin and _end) in the die's idle time.  The time a die and
  *    a bus are busy is counted (nand.die_busy_ns, nand.channel_busy_ns).
  *  - Multi-plane and one-shot operations: between nh_nand_batch_begin() and _end() (an FTL
- *    issuing pages together; nested pairs are one batch, the outermost), a page program joins the die's latest operation if nothing else
- *    was booked on the die since, it is a program of the same word line (the same page offset;
- *    with one-shot, the same group of 3 pages) and its plane and page are not in it yet: its
+ *    issuing pages together; nested pairs are one batch, the outermost's), a page program
+ *    joins the die's latest operation if nothing else was booked on the die since, it is a
+ *    program of the same word line (the same page offset; with one-shot, the same group of 3
+ *    pages) and its plane and page are not in it yet: its
  *    transfer follows the others on the bus and one tPROG, started after the last transfer,
  *    covers them all.  Reads likewise share one tR (the same flash page, or the same page offset
  *    of another plane), their transfers serial.  Outside a batch every operation is a page of

@@ -97,7 +97,8 @@ void nh_stage_init(NhStage *s, const NhFtlEnv *env, NhBlocks *b, const uint32_t 
 
     *s = (NhStage){
         .unit = set->unit, .nbuf = pl ? pl->nstreams : 1,
-        .wait = set->sub > 1 ? 0 : env->nand->t.t_prog, .b = b, .fwd = fwd, .pl = pl, .host_front = host_front,
+        .wait = set->sub > 1 ? 0 : env->nand->t.t_prog, .b = b, .fwd = fwd, .pl = pl,
+        .host_front = host_front,
         .ctr = env->parts->counters[NH_PART_stage], .put = put, .ctx = ctx,
     };
     if (!s->unit) {

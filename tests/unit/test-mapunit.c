@@ -179,6 +179,42 @@ static void test_gc_pages(void)
     nh_engine_free(e);
 }
 
+static void add_lost(void *opaque, uint64_t offset, uint64_t length)
+{
+    (void)offset;
+    *(uint64_t *)opaque += length;
+}
+
+/* Power loss: staged units are in capacitor-protected DRAM and survive; a volatile write
+ * buffer above them loses what it held, to the sector, as without map-unit. */
+static void test_power_loss(void)
+{
+    NhEngine *e = unit_engine(ONE_DIE "," MU, 1 << 20);
+    uint64_t lost = 0;
+
+    submit(e, NH_OP_WRITE, 0, 0, 8192, 0, 0);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 0);
+    nh_engine_power_loss(e, 1000, add_lost, &lost);
+    g_assert_cmpuint(lost, ==, 0);
+    g_assert_true(nh_engine_is_mapped(e, 0) && nh_engine_is_mapped(e, 4096));
+    unit_check(e);
+    /* the engine goes on: the flush programs the two units and pads their page */
+    submit(e, NH_OP_FLUSH, 0, 0, 0, 2000, 0);
+    g_assert_cmpuint(unit_stat(e, "nand", "page_programs"), ==, 4);
+    g_assert_cmpuint(unit_stat(e, "ftl", "stripe_padding"), ==, 2);
+    unit_check(e);
+    nh_engine_free(e);
+
+    e = unit_engine(ONE_DIE "," MU ",buffer=lru,buffer-size=1M,buffer-volatile=on", 1 << 20);
+    submit(e, NH_OP_WRITE, 0, 0, 8192, 0, 0);
+    submit(e, NH_OP_WRITE, 0, 16384 + 1024, 1024, 1000, 0);
+    nh_engine_power_loss(e, 2000, add_lost, &lost);
+    g_assert_cmpuint(lost, ==, 8192 + 1024);
+    g_assert_false(nh_engine_is_mapped(e, 0) || nh_engine_is_mapped(e, 16384));
+    unit_check(e);
+    nh_engine_free(e);
+}
+
 static void refused(const char *props, const char *msg)
 {
     NhConfig c;
@@ -260,6 +296,7 @@ int main(int argc, char **argv)
     g_test_add_func("/mapunit/timing", test_timing);
     g_test_add_func("/mapunit/bytes-programmed", test_bytes_programmed);
     g_test_add_func("/mapunit/gc-pages", test_gc_pages);
+    g_test_add_func("/mapunit/power-loss", test_power_loss);
     g_test_add_func("/mapunit/refusals", test_refusals);
     g_test_add_func("/mapunit/partial-page", test_partial_page);
     g_test_add_data_func("/mapunit/mix/page", "channels=2,ways=1,planes=2,pages=16,op=10,"
