@@ -39,7 +39,7 @@ static const NhConfigKey device_keys[] = {
       "chips per channel" },
     { "dies", NH_KEY_UINT, F(dies), "1", 1, 16, NULL, false,
       "dies per chip" },
-    { "planes", NH_KEY_UINT, F(planes), "1", 1, 16, NULL, false,
+    { "planes", NH_KEY_UINT, F(planes), "1", 1, NH_PLANES_MAX, NULL, false,
       "planes per die" },
     { "blocks", NH_KEY_UINT, F(blocks), "auto", 1, NH_BLOCKS_MAX, NULL, true,
       "blocks per plane; auto = the fewest that hold the capacity after op" },

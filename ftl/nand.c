@@ -373,15 +373,18 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
 static NhDieOp *joinable(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t *slot)
 {
     NhDieOp *op = &n->op[die];
-    uint32_t page = nh_page_in_block(n, ppn);
-    uint32_t plane = nh_mod(nh_pu_of_block(n, nh_block_of(n, ppn)), n->div_planes);
+    uint32_t page = nh_page_in_block(n, ppn), blk = nh_block_of(n, ppn);
+    uint32_t plane = nh_mod(nh_pu_of_block(n, blk), n->div_planes);
     NhDivisor wl = program ? n->div_wl : n->div_sub;
+    uint64_t plane_slots = (wl.d == 64 ? UINT64_MAX : (1ull << wl.d) - 1) << (plane * wl.d);
 
     *slot = 1ull << (plane * wl.d + nh_mod(page, wl));
     if (!n->batch || op->batch != n->batch || op->program != program ||
-        n->die_free[die] != op->done || op->wordline != nh_div(page, wl) || (op->slots & *slot)) {
+        n->die_free[die] != op->done || op->wordline != nh_div(page, wl) || (op->slots & *slot) ||
+        ((op->slots & plane_slots) && op->blk[plane] != blk)) {
         return NULL;
     }
+    op->blk[plane] = blk;   /* the caller joins it */
     return op;
 }
 
@@ -393,6 +396,8 @@ static void record(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t
         .wordline = nh_div(nh_page_in_block(n, ppn), program ? n->div_wl : n->div_sub),
         .program = program,
     };
+    n->op[die].blk[nh_mod(nh_pu_of_block(n, nh_block_of(n, ppn)), n->div_planes)] =
+        nh_block_of(n, ppn);
 }
 
 /* What an operation on page @ppn books: its die's and its channel's timelines, and the die's

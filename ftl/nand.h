@@ -23,7 +23,8 @@
  *    pages) and its plane and page are not in it yet: its
  *    transfer follows the others on the bus and one tPROG, started after the last transfer,
  *    covers them all.  Reads likewise share one tR (the same flash page, or the same page offset
- *    of another plane), their transfers serial.  Outside a batch every operation is a page of
+ *    of another plane), their transfers serial.  On one plane, every page of an operation is in
+ *    one block.  Outside a batch every operation is a page of
  *    its own.
  *  - Mapping units (map-unit below page-size): a "page" here is a mapping unit (the geometry's
  *    page_size and pages are the unit's), a flash page is sub consecutive units of a block, a
@@ -94,6 +95,9 @@ typedef struct NhDieOp {
     uint64_t slots;         /* bit plane * wl + page % wl of every page in it */
     uint32_t wordline;      /* page offset / wl */
     bool     program;
+    /* the block each plane with a page in it has them in: pages of one word line (with
+     * map-unit, one flash page) of two blocks of a plane are two operations */
+    uint32_t blk[NH_PLANES_MAX];
 } NhDieOp;
 
 /* Transfers a bus keeps (nand.c).  Beyond it the oldest is dropped and the bus counts as busy

@@ -40,6 +40,8 @@ typedef enum NhSwitch { NH_OFF, NH_ON } NhSwitch;
 /* The ranges of the page-size and blocks keys, which the engine's sizing messages name too
  * (32K: the page NVMeVirt's Samsung 970 PRO calibration assumes, engine/presets.c). */
 #define NH_PAGE_SIZE_MAX 32768
+/* The range of the planes key, which the NAND model's per-die state is sized by. */
+#define NH_PLANES_MAX    16
 #define NH_BLOCKS_MAX    (1u << 24)
 
 /* Room for every policy's keys together (nh_config_key() asserts that they fit). */

@@ -179,6 +179,28 @@ static void test_gc_pages(void)
     nh_engine_free(e);
 }
 
+/* Reads in one batch share a tR only within one flash page of a plane: units at the same page
+ * offset of two blocks of a plane are two reads. */
+static void test_read_join_one_page(void)
+{
+    NhEngine *e = unit_engine(ONE_DIE "," MU, 1 << 20);
+    NhNand *n = e->nand;
+    uint32_t upb = n->g.pages;
+    uint64_t t;
+
+    nh_nand_batch_begin(n);
+    nh_nand_read_unwritten(n, 0, IDLE);
+    t = nh_nand_read_unwritten(n, 1, IDLE);
+    nh_nand_batch_end(n);
+    g_assert_cmpuint(t - IDLE, ==, TR + 2 * XFER);
+    nh_nand_batch_begin(n);
+    nh_nand_read_unwritten(n, 0, 2 * IDLE);
+    t = nh_nand_read_unwritten(n, upb + 1, 2 * IDLE);
+    nh_nand_batch_end(n);
+    g_assert_cmpuint(t - 2 * IDLE, ==, 2 * (TR + XFER));
+    nh_engine_free(e);
+}
+
 static void add_lost(void *opaque, uint64_t offset, uint64_t length)
 {
     (void)offset;
@@ -295,6 +317,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/mapunit/timing", test_timing);
     g_test_add_func("/mapunit/bytes-programmed", test_bytes_programmed);
+    g_test_add_func("/mapunit/read-join-one-page", test_read_join_one_page);
     g_test_add_func("/mapunit/gc-pages", test_gc_pages);
     g_test_add_func("/mapunit/power-loss", test_power_loss);
     g_test_add_func("/mapunit/refusals", test_refusals);
