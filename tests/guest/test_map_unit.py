@@ -5,20 +5,7 @@ no read-modify-write (map-unit=auto reads and rewrites a 16 KiB page per write: 
 byte, test_default_drive)."""
 
 from conftest import check, delta, load_json, stats, vm
-
-JOB = """
-[verify]
-filename=${DEV}
-ioengine=libaio
-direct=1
-rw=randwrite
-bs=4k
-iodepth=8
-size=16M
-verify=crc32c
-verify_fatal=1
-do_verify=1
-"""
+from test_default_drive import JOB      # fio's 4 KiB random writes with verify, 16 MiB
 
 SCRIPT = r"""#guest
 export DEV
