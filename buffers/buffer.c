@@ -305,11 +305,12 @@ NhBuf *nh_buf_new(const NhBufEnv *env)
     b->env = *env;
     b->st = env->stats;
     b->pol = find_policy(cfg->buffer, &found);
-    b->pages = cfg->pages;
-    b->page_size = cfg->page_size;
-    b->spp = cfg->page_size / 512;
-    b->cap = b->pol ? cfg->buffer_size / cfg->page_size : 0;
-    b->cache_cap = cfg->cache_size / cfg->page_size;
+    /* a buffer page is a mapping unit */
+    b->pages = nh_config_unit_pages(cfg);
+    b->page_size = nh_config_unit(cfg);
+    b->spp = b->page_size / 512;
+    b->cap = b->pol ? cfg->buffer_size / b->page_size : 0;
+    b->cache_cap = cfg->cache_size / b->page_size;
     media_times(cfg, &b->t_buf_read, &b->t_buf_write);
     b->is_volatile = b->pol && (cfg->buffer_volatile == NH_BUF_VOLATILE_ON ||
                                 (cfg->buffer_volatile == NH_BUF_VOLATILE_AUTO &&

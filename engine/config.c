@@ -39,7 +39,7 @@ static const NhConfigKey device_keys[] = {
       "chips per channel" },
     { "dies", NH_KEY_UINT, F(dies), "1", 1, 16, NULL, false,
       "dies per chip" },
-    { "planes", NH_KEY_UINT, F(planes), "1", 1, 16, NULL, false,
+    { "planes", NH_KEY_UINT, F(planes), "1", 1, NH_PLANES_MAX, NULL, false,
       "planes per die" },
     { "blocks", NH_KEY_UINT, F(blocks), "auto", 1, NH_BLOCKS_MAX, NULL, true,
       "blocks per plane; auto = the fewest that hold the capacity after op" },
@@ -47,6 +47,10 @@ static const NhConfigKey device_keys[] = {
       "pages per block" },
     { "page-size", NH_KEY_SIZE, F(page_size), "4K", 4096, NH_PAGE_SIZE_MAX, NULL, false,
       "flash page size: 4K, 8K, 16K or 32K" },
+    { "map-unit", NH_KEY_SIZE, F(map_unit), "auto", 4096, NH_PAGE_SIZE_MAX, NULL, true,
+      "bytes the FTL maps: 4K, 8K, 16K or 32K, at most page-size; auto = page-size.  Smaller "
+      "units are packed page-size / map-unit to a flash page by stripe staging (needs "
+      "stripe-merge=on and ftl=page or dftl) and a read moves only its units over the channel" },
     { "op", NH_KEY_UINT, F(op), "7", 1, 50, NULL, false,
       "over-provisioning, percent of the physical capacity kept spare" },
     { "cell", NH_KEY_ENUM, F(cell), "slc", 0, 0, cell_names, false,
@@ -527,6 +531,30 @@ static bool check_parts(const NhConfig *cfg, uint32_t features, GError **errp)
     return ok;
 }
 
+/* A flash page holds whole units; a multi-plane program's units (planes x units a program
+ * covers) are bits of one 64-bit mask (ftl/nand.c, NhDieOp.slots).  What staging needs is the
+ * stage part's check. */
+static bool map_unit_check(const NhConfig *cfg, GError **errp)
+{
+    uint32_t wl = nh_config_sub(cfg) * (cfg->one_shot == NH_ON ? 3 : 1);
+
+    if (cfg->map_unit > cfg->page_size) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "map-unit: must be at most page-size (%u), got %u", cfg->page_size,
+                    cfg->map_unit);
+        return false;
+    }
+    if ((uint64_t)cfg->planes * wl > 64) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "map-unit: %u planes x %u units a program covers (page-size %u / map-unit "
+                    "%u%s) exceed the 64 a multi-plane program can track; use fewer planes or a "
+                    "larger map-unit", cfg->planes, wl, cfg->page_size, nh_config_unit(cfg),
+                    cfg->one_shot == NH_ON ? ", x 3 with one-shot" : "");
+        return false;
+    }
+    return true;
+}
+
 bool nh_config_check(const NhConfig *cfg, GError **errp)
 {
     const NhFtlOps *ftl = nh_ftl_find(cfg->ftl);
@@ -567,7 +595,8 @@ bool nh_config_check(const NhConfig *cfg, GError **errp)
                     "bytes (0: no packet overhead), got %u", cfg->host_mps);
         return false;
     }
-    if (!nh_buf_config_check(cfg, errp) || !check_parts(cfg, features, errp)) {
+    if (!map_unit_check(cfg, errp) || !nh_buf_config_check(cfg, errp) ||
+        !check_parts(cfg, features, errp)) {
         return false;
     }
     if (!ftl) {

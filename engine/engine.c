@@ -49,17 +49,18 @@ static char *human(uint64_t bytes)
  * per plane: from the estimate, a few steps either way (never counted up from 1). */
 static uint64_t fewest_blocks(const NhConfig *cfg, uint64_t need, uint64_t npu, uint32_t spare)
 {
-    uint64_t per_block_logical = npu * cfg->pages;
-    uint64_t used = ((need + cfg->pages - 1) / cfg->pages + npu - 1) / npu;
+    uint32_t upb = nh_config_unit_pages(cfg);
+    uint64_t per_block_logical = npu * upb;
+    uint64_t used = ((need + upb - 1) / upb + npu - 1) / npu;
     uint64_t blocks = MAX(need * 100 / ((uint64_t)(100 - cfg->op) * per_block_logical) + 1,
                           used + spare);
 
     while (blocks > 1 && logical_pages_of((blocks - 1) * per_block_logical, cfg->op) >= need
-           && spare_ok((blocks - 1) * npu, npu, cfg->pages, need, spare)) {
+           && spare_ok((blocks - 1) * npu, npu, upb, need, spare)) {
         blocks--;
     }
     while (logical_pages_of(blocks * per_block_logical, cfg->op) < need ||
-           !spare_ok(blocks * npu, npu, cfg->pages, need, spare)) {
+           !spare_ok(blocks * npu, npu, upb, need, spare)) {
         blocks++;
     }
     return blocks;
@@ -75,7 +76,7 @@ static uint64_t auto_size(const NhConfig *cfg, const NhParts *parts, uint64_t ca
                           uint32_t *spare, uint64_t *min)
 {
     uint64_t npu = (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
-    uint64_t need = pages_of(capacity, cfg->page_size);
+    uint64_t need = pages_of(capacity, nh_config_unit(cfg));
     const NhFtlOps *ops = nh_ftl_find(cfg->ftl);
     NhFtlEnv env = { .cfg = cfg, .lpages = need, .parts = parts,
                      .keys = nh_config_slots(cfg, ops->keys),
@@ -93,7 +94,7 @@ static uint64_t auto_size(const NhConfig *cfg, const NhParts *parts, uint64_t ca
         return 0;
     }
     *min = fewest_blocks(cfg, need, npu, *spare);
-    return *min * npu * cfg->pages;
+    return *min * npu * nh_config_unit_pages(cfg);
 }
 
 /* @capacity needs @pages physical pages, more than 2^32.  A larger page-size is advised only
@@ -102,15 +103,17 @@ static uint64_t auto_size(const NhConfig *cfg, const NhParts *parts, uint64_t ca
 static bool too_many_pages(const NhConfig *cfg, const NhParts *parts, uint64_t capacity,
                            uint64_t pages, GError **errp)
 {
-    uint32_t largest = NH_PAGE_SIZE_MAX, ps;
-    char *want = human(capacity), *flash = human((uint64_t)largest << 32);
+    /* with map-unit given, the unit is what the tables address: a larger one, up to the page */
+    const char *key = cfg->map_unit ? "map-unit" : "page-size";
+    uint32_t largest = cfg->map_unit ? cfg->page_size : NH_PAGE_SIZE_MAX, ps;
+    char *want = human(capacity), *flash = human((uint64_t)NH_PAGE_SIZE_MAX << 32);
 
-    for (ps = cfg->page_size * 2; ps <= largest; ps *= 2) {
+    for (ps = nh_config_unit(cfg) * 2; ps <= largest; ps *= 2) {
         NhConfig c = *cfg;
         uint32_t spare;
         uint64_t min;
 
-        c.page_size = ps;
+        *(cfg->map_unit ? &c.map_unit : &c.page_size) = ps;
         c.blocks = 0;
         if (auto_size(&c, parts, capacity, &spare, &min) < UINT32_MAX && spare) {
             break;
@@ -118,17 +121,17 @@ static bool too_many_pages(const NhConfig *cfg, const NhParts *parts, uint64_t c
     }
     if (ps <= largest) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "page-size: %s of capacity needs %" G_GUINT64_FORMAT " physical pages of "
-                    "%u bytes, more than the 2^32 the mapping tables address; use page-size="
-                    "%uK%s", want, pages, cfg->page_size, ps / 1024,
+                    "%s: %s of capacity needs %" G_GUINT64_FORMAT " physical pages of "
+                    "%u bytes, more than the 2^32 the mapping tables address; use %s="
+                    "%uK%s", key, want, pages, nh_config_unit(cfg), key, ps / 1024,
                     cfg->blocks ? " with blocks=auto" : "");
     } else {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "capacity: %s needs %" G_GUINT64_FORMAT " physical pages of %u bytes, more "
                     "than the 2^32 the mapping tables address, at any page-size: a device has "
                     "at most %s of flash (2^32 pages of %u KiB), op and spare blocks included; "
-                    "use a smaller capacity", want, pages, cfg->page_size, flash,
-                    largest / 1024);
+                    "use a smaller capacity", want, pages, nh_config_unit(cfg), flash,
+                    NH_PAGE_SIZE_MAX / 1024);
     }
     g_free(want);
     g_free(flash);
@@ -144,14 +147,14 @@ static bool too_few_blocks(const NhConfig *cfg, const NhPlacementSettings *pl, u
                            uint64_t need, uint64_t npu, uint32_t spare, uint64_t min,
                            GError **errp)
 {
-    uint64_t blocks = cfg->blocks, per_block_logical = npu * cfg->pages;
+    uint64_t blocks = cfg->blocks, per_block_logical = npu * nh_config_unit_pages(cfg);
     uint64_t data = (need + per_block_logical - 1) / per_block_logical;
-    bool spare_fits = spare_ok(blocks * npu, npu, cfg->pages, need, spare);
+    bool spare_fits = spare_ok(blocks * npu, npu, nh_config_unit_pages(cfg), need, spare);
     char *want = human(capacity);
 
     if (logical_pages_of(blocks * per_block_logical, cfg->op) < need) {
         char *have = human(logical_pages_of(blocks * per_block_logical, cfg->op) *
-                           cfg->page_size);
+                           nh_config_unit(cfg));
         char *op_advice = NULL;
         uint32_t op = cfg->op;
 
@@ -193,8 +196,8 @@ static bool resolve_geometry(NhConfig *cfg, const NhParts *parts, uint64_t capac
                              uint64_t *lpages, GError **errp)
 {
     uint64_t npu = (uint64_t)cfg->channels * cfg->ways * cfg->dies * cfg->planes;
-    uint64_t need = pages_of(capacity, cfg->page_size);
-    uint64_t per_block_logical = npu * cfg->pages;
+    uint64_t need = pages_of(capacity, nh_config_unit(cfg));
+    uint64_t per_block_logical = npu * nh_config_unit_pages(cfg);
     uint64_t blocks, min, pages;
     uint32_t spare;
 
@@ -264,7 +267,7 @@ static bool resolve_with_zones(NhConfig *cfg, const NhParts *parts, uint64_t cap
         return false;
     }
     if ((uint64_t)cfg->blocks + zb > NH_BLOCKS_MAX ||
-        ((uint64_t)cfg->blocks + zb) * npu * cfg->pages >= UINT32_MAX) {
+        ((uint64_t)cfg->blocks + zb) * npu * nh_config_unit_pages(cfg) >= UINT32_MAX) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "zones: %u zones of %u blocks on each of "
                     "%u planes need %u blocks per plane besides the conventional space's %u: "
                     "more than a plane (%u) or the 2^32 pages the mapping tables address "
@@ -520,7 +523,7 @@ void nh_engine_media_bytes(const NhEngine *eng, NhMediaBytes *m)
  * buffer if there is one and @buffered. */
 static uint64_t do_write(NhEngine *eng, const NhRequest *req, uint64_t now, bool buffered)
 {
-    uint32_t ps = eng->cfg.page_size;
+    uint32_t ps = eng->nand->g.page_size;
     uint64_t end = req->offset + req->length;
     NhFtlWrite w = {
         .lpn = req->offset / ps,
@@ -548,9 +551,9 @@ typedef struct LostCtx {
 static void engine_page_lost(void *opaque, uint64_t lpn, uint32_t mask)
 {
     LostCtx *c = opaque;
-    uint32_t spp = c->eng->cfg.page_size / 512;
+    uint32_t spp = c->eng->nand->g.page_size / 512;
     uint32_t full = spp == 32 ? UINT32_MAX : (1u << spp) - 1;
-    uint64_t base = lpn * c->eng->cfg.page_size;
+    uint64_t base = lpn * c->eng->nand->g.page_size;
 
     for (uint32_t s = 0; s < spp; ) {
         uint32_t e = s;
@@ -684,7 +687,7 @@ uint64_t nh_engine_finish(NhEngine *eng, uint64_t now)
 
 void nh_engine_prefetch(const NhEngine *eng, uint64_t offset, bool deep)
 {
-    uint64_t lpn = offset / eng->cfg.page_size;
+    uint64_t lpn = offset / eng->nand->g.page_size;
 
     if (eng->ops->prefetch && lpn < eng->lpages) {
         eng->ops->prefetch(eng->ftl, lpn, deep);
@@ -754,7 +757,7 @@ void nh_engine_host_unbook(GArray *link, guint slot)
 /* The model of a checked request on the conventional space; when it completes. */
 static uint64_t model_request(NhEngine *eng, const NhRequest *req, uint64_t now)
 {
-    uint32_t ps = eng->cfg.page_size;
+    uint32_t ps = eng->nand->g.page_size;
     uint64_t t = now;
 
     switch (req->op) {
@@ -788,7 +791,7 @@ static uint64_t model_request(NhEngine *eng, const NhRequest *req, uint64_t now)
 
 void nh_engine_count_host(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t t)
 {
-    uint32_t ps = eng->cfg.page_size;
+    uint32_t ps = eng->nand->g.page_size;
     NhStats *s = &eng->stats;
 
     switch (req->op) {
@@ -918,8 +921,8 @@ bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset)
     if (offset >= eng->capacity) {
         return false;
     }
-    return (eng->buf && nh_buf_holds_dirty(eng->buf, offset / eng->cfg.page_size)) ||
-           eng->ops->is_mapped(eng->ftl, offset / eng->cfg.page_size);
+    return (eng->buf && nh_buf_holds_dirty(eng->buf, offset / eng->nand->g.page_size)) ||
+           eng->ops->is_mapped(eng->ftl, offset / eng->nand->g.page_size);
 }
 
 bool nh_engine_volatile_write_cache(const NhEngine *eng)
@@ -974,7 +977,7 @@ void nh_engine_mark_written(NhEngine *eng, uint64_t offset, uint64_t length)
         mark_zones(eng, offset, length);
     } else {
         req.length = MIN(length, eng->capacity - offset);
-        req.offset -= req.offset % eng->cfg.page_size;
+        req.offset -= req.offset % eng->nand->g.page_size;
         req.length += offset - req.offset;
         do_write(eng, &req, eng->last_now, false);
         eng->ops->flush(eng->ftl, eng->last_now);  /* nothing left staged (stripe-merge) */
@@ -990,8 +993,9 @@ bool nh_engine_check(const NhEngine *eng, GError **errp)
 
     if (eng->nand->violations) {
         g_set_error(errp, NH_ERROR, NH_ERROR_STATE,
-                    "%" G_GUINT64_FORMAT " NAND discipline violations (program out of order or "
-                    "twice without erase, or read of an unprogrammed page)",
+                    "%" G_GUINT64_FORMAT " NAND discipline violations (program out of order, "
+                    "twice without erase or of part of a flash page, or read of an unprogrammed "
+                    "page)",
                     eng->nand->violations);
         return false;
     }

@@ -73,6 +73,10 @@ uint64_t nh_engine_state_hash(const NhEngine *eng)
         g_string_append_printf(s, "%s=%s;", keys[i], v);
         g_free(v);
     }
+    if (eng->cfg.map_unit) {
+        /* only when given: files saved before the key existed (map-unit=auto) still load */
+        g_string_append_printf(s, "map-unit=%u;", eng->cfg.map_unit);
+    }
     g_string_append_printf(s, "capacity=%" G_GUINT64_FORMAT, eng->capacity);
     for (size_t p = 0; p < NH_PARTS; p++) {
         const NhPart *part = nh_parts[p];

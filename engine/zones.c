@@ -8,10 +8,10 @@ void nh_engine_zoned_create(NhEngine *eng)
 {
     const NhZonesSettings *s = eng->settings[NH_PART_zones];
 
-    eng->zone_base = eng->lpages * eng->cfg.page_size;
+    eng->zone_base = eng->lpages * eng->nand->g.page_size;
     if (s->zones) {
         eng->zoned = nh_zoned_new(s, eng->nand, &eng->stats, eng->parts.counters[NH_PART_zones],
-                                  eng->cfg.page_size,
+                                  eng->nand->g.page_size,
                                   eng->cfg.unwritten_reads == NH_UNWRITTEN_FLASH);
         eng->parts.model[NH_PART_zones] = eng->zoned;
     }

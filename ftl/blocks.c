@@ -231,32 +231,81 @@ static uint32_t pick_cost_benefit(NhBlocks *b, uint32_t pu)
     return best;
 }
 
+/* Program the pages read into moves[from, to) (their owner and old page) on frontier @front
+ * of plane @p from @ready: each gets its new page and becomes its owner's mapping. */
+static uint64_t program_moves(NhBlocks *b, NhPlane *p, uint32_t front, uint32_t from,
+                              uint32_t to, uint64_t ready)
+{
+    uint64_t done = ready;
+
+    for (uint32_t k = from; k < to; k++) {
+        uint32_t dst = take_page(b, p, front);
+        uint64_t t = nh_nand_program(b->nand, dst, ready);
+        done = MAX(done, t);
+        nh_blocks_map(b, b->moves[k].owner, dst);
+        b->moves[k].ppn = dst;
+    }
+    return done;
+}
+
+/* With map-unit, NAND programs whole flash pages: the rest of the one frontier @front of plane
+ * @p has begun is programmed with units that hold nothing, in the caller's batch. */
+static uint64_t pad_flash_page(NhBlocks *b, NhPlane *p, uint32_t front, uint64_t t)
+{
+    uint64_t done = t;
+
+    while (p->open[front] != NH_NONE && b->blk[p->open[front]].wp % b->nand->sub) {
+        uint64_t end = nh_nand_program(b->nand, take_page(b, p, front), t);
+        done = MAX(done, end);
+        if (b->unit_left[front] && b->unit_pu[front] == (uint32_t)(p - b->pu)) {
+            b->unit_left[front]--;  /* a word line host_page hands out, used up here */
+        }
+    }
+    return done;
+}
+
+uint64_t nh_blocks_pad_page(NhBlocks *b, uint32_t ppn, uint64_t t)
+{
+    uint32_t blk = ppn / b->pages;
+
+    return pad_flash_page(b, &b->pu[blk / b->blocks], b->blk[blk].front, t);
+}
+
 /* Move the valid pages of closed block @blk to its kind's GC frontier, let the FTL update its
- * map, and erase the block once both are done (the old copies are the only ones until then). */
+ * map, and erase the block once both are done (the old copies are the only ones until then).
+ * A flash page's worth of units (map-unit; one page without it) is read, then programmed as
+ * one operation, in one batch; the last page is padded (docs/engine.md, "Mapping units"). */
 static uint64_t relocate(NhBlocks *b, uint32_t blk, uint64_t *copies)
 {
     uint32_t pu = blk / b->blocks;
     uint32_t base = blk * b->pages;
     uint8_t kind = b->blk[blk].kind;
-    uint32_t front = b->s.gc_front[kind], n = 0;
-    uint64_t done = b->now, t;
+    uint32_t front = b->s.gc_front[kind], n = 0, first = 0;
+    uint64_t done = b->now, ready = b->now, t;
 
     nh_nand_gc_begin(b->nand);
+    nh_nand_batch_begin(b->nand);
     bucket_remove(b, blk);
     b->blk[blk].state = NH_BLK_OPEN;    /* out of the buckets while it is emptied */
     for (uint32_t i = 0; i < b->blk[blk].wp && b->blk[blk].valid; i++) {
         uint32_t owner1 = b->p2l[base + i];
         if (owner1) {
-            uint32_t dst = take_page(b, &b->pu[pu], front);
             t = nh_nand_read(b->nand, base + i, b->now);
-            t = nh_nand_program(b->nand, dst, t);
-            done = t > done ? t : done;
+            ready = MAX(ready, t);
             nh_blocks_invalidate(b, base + i);
-            nh_blocks_map(b, owner1 - 1, dst);
-            b->moves[n++] = (NhMove){ owner1 - 1, dst };
+            b->moves[n++] = (NhMove){ owner1 - 1, base + i };
             (*copies)++;
         }
+        if (n - first == b->nand->sub || (n > first && !b->blk[blk].valid)) {
+            t = program_moves(b, &b->pu[pu], front, first, n, ready);
+            done = MAX(done, t);
+            first = n;
+            ready = b->now;
+        }
     }
+    t = pad_flash_page(b, &b->pu[pu], front, b->now);
+    done = MAX(done, t);
+    nh_nand_batch_end(b->nand);
     if (n && b->s.stream_copies && copies == &b->st->ftl_gc_page_copies) {
         b->s.stream_copies[b->s.front_stream[b->blk[blk].front]] += n;
     }
@@ -476,7 +525,7 @@ static void watermarks(const NhConfig *cfg, uint64_t spare, uint32_t reserve, ui
 uint32_t nh_blocks_min_spare(const NhConfig *cfg, uint64_t live_pages, uint32_t npu,
                              uint32_t held, uint32_t reserve, uint32_t reserved)
 {
-    uint64_t per_plane = (uint64_t)cfg->pages * npu;
+    uint64_t per_plane = (uint64_t)nh_config_unit_pages(cfg) * npu;
     uint64_t data = (live_pages + per_plane - 1) / per_plane;
     /* blocks=auto (cfg->blocks 0) is sized so that GC has op percent of the data besides the
      * open and free blocks: op is then what GC really has (docs/engine.md, Geometry).  An

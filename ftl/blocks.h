@@ -128,6 +128,9 @@ uint32_t nh_blocks_host_page(NhBlocks *b, uint32_t front);
 /* A page of frontier @front for what a GC step of plane @pu writes besides its copies: on a
  * plane with room that needs no GC, else in plane @pu, whose reserve covers it. */
 uint32_t nh_blocks_gc_page(NhBlocks *b, uint32_t pu, uint32_t front);
+/* map-unit: program the rest of the flash page @ppn (just programmed, the newest page of its
+ * frontier's open block) with units that hold nothing, from @t; when they end. */
+uint64_t nh_blocks_pad_page(NhBlocks *b, uint32_t ppn, uint64_t t);
 
 /* Where host pages written in logical order from lpn 0 on a new device would have put page
  * @lpn (alloc=static's striping, a word line per plane with one-shot): a page of the same

@@ -93,7 +93,11 @@ uint64_t dftl_write_tpage(Dftl *f, uint32_t tv, uint32_t pu, uint64_t start)
         f->pm.env.counters[TP_READS]++;
         nh_blocks_invalidate(&f->pm.b, old1 - 1);
     }
+    /* with map-unit a translation page is a unit: the rest of its flash page is padding */
+    nh_nand_batch_begin(f->pm.b.nand);
     t = nh_nand_program(f->pm.b.nand, ppn, t);
+    t = nh_blocks_pad_page(&f->pm.b, ppn, t);
+    nh_nand_batch_end(f->pm.b.nand);
     f->pm.env.counters[TP_WRITES]++;
     f->gtd[tv] = ppn + 1;
     nh_blocks_map(&f->pm.b, tv, ppn);
@@ -269,7 +273,7 @@ static char *dftl_check(PmapFtl *pm)
 
 static uint64_t tpages_of(const NhConfig *cfg, uint64_t lpages)
 {
-    uint64_t epp = cfg->page_size / 4;
+    uint64_t epp = nh_config_unit(cfg) / 4;
     return (lpages + epp - 1) / epp;
 }
 
@@ -283,8 +287,8 @@ static uint64_t tpages_of(const NhConfig *cfg, uint64_t lpages)
 static uint32_t dftl_spare_blocks(const NhFtlEnv *env, uint32_t npu)
 {
     const NhConfig *cfg = env->cfg;
-    uint64_t per_plane = (tpages_of(cfg, env->lpages) + (uint64_t)cfg->pages * npu - 1) /
-                         ((uint64_t)cfg->pages * npu);
+    uint64_t per_block = (uint64_t)nh_config_unit_pages(cfg) * npu;
+    uint64_t per_plane = (tpages_of(cfg, env->lpages) + per_block - 1) / per_block;
     return pmap_min_spare(env, npu, (uint32_t)(NFRONT + 2 * per_plane), 2);
 }
 
@@ -450,7 +454,7 @@ static void *dftl_create(const NhFtlEnv *env, GError **errp)
     uint64_t hsize = 2;
 
     f->cmt_size = env->keys[DFTL_CMT_SIZE];
-    f->epp = env->cfg->page_size / 4;
+    f->epp = nh_config_unit(env->cfg) / 4;
     f->ntp = (uint32_t)tpages_of(env->cfg, env->lpages);
     pmap_place(&f->pm, env, &cmt_map, &spec, NFRONT);
     dstream_init(f);

@@ -52,6 +52,7 @@ typedef enum NhFtlFeature {
     NH_FTL_CMT_RESIZE   = 1u << 3,  /* a mapping cache DStream resizes (dstream-memory) */
     NH_FTL_DYNAMIC_ALLOC = 1u << 4, /* allocates host pages plane by plane (alloc=dynamic) */
     NH_FTL_ZONES        = 1u << 5,  /* leaves every plane's last blocks to the zones (zones.h) */
+    NH_FTL_MAP_UNIT     = 1u << 6,  /* maps units smaller than a flash page (map-unit) */
 } NhFtlFeature;
 
 typedef struct NhFtlOps {

@@ -175,9 +175,10 @@ static bool parse_value(const NhConfigKey *k, const char *value, uint64_t *out, 
         g_free(hi);
         return false;
     }
-    if (k->type == NH_KEY_SIZE && k->offset == offsetof(NhConfig, page_size) && (v & (v - 1))) {
+    if (k->type == NH_KEY_SIZE && (k->offset == offsetof(NhConfig, page_size) ||
+                                   k->offset == offsetof(NhConfig, map_unit)) && (v & (v - 1))) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
-                    "page-size: must be 4K, 8K, 16K or 32K, got %s", value);
+                    "%s: must be 4K, 8K, 16K or 32K, got %s", k->name, value);
         return false;
     }
     *out = v;

@@ -34,8 +34,8 @@ void nh_geometry_init(NhGeometry *g, const NhConfig *cfg)
     g->dies = cfg->dies;
     g->planes = cfg->planes;
     g->blocks = cfg->blocks;
-    g->pages = cfg->pages;
-    g->page_size = cfg->page_size;
+    g->pages = nh_config_unit_pages(cfg);
+    g->page_size = nh_config_unit(cfg);
     g->ndies = g->channels * g->ways * g->dies;
     g->npu = g->ndies * g->planes;
     g->nblocks = (uint64_t)g->npu * g->blocks;
@@ -61,19 +61,22 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, const NhParts *parts)
     if (cfg->pe_cycles) {
         n->t.pe_cycles = cfg->pe_cycles;
     }
-    /* MB/s is 10^6 B/s, so ns = bytes * 1000 / MBps; round up so a transfer never costs 0 */
-    n->t.t_xfer = ((uint64_t)cfg->page_size * 1000 + cfg->channel_mbps - 1) / cfg->channel_mbps;
-    n->wl = cfg->one_shot == NH_ON ? 3 : 1;
+    /* MB/s is 10^6 B/s, so ns = bytes * 1000 / MBps; round up so a transfer never costs 0.  A
+     * transfer moves one mapping unit: a read moves only the units asked for */
+    n->t.t_xfer = ((uint64_t)n->g.page_size * 1000 + cfg->channel_mbps - 1) / cfg->channel_mbps;
+    n->sub = nh_config_sub(cfg);
+    n->wl = n->sub * (cfg->one_shot == NH_ON ? 3 : 1);
     n->div_pages = nh_divisor(n->g.pages);
     n->div_plane = nh_divisor(n->g.blocks);
     n->div_die = nh_divisor(n->g.blocks * n->g.planes);
     n->div_channel = nh_divisor(n->g.blocks * n->g.planes * n->g.dies * n->g.ways);
     n->div_planes = nh_divisor(n->g.planes);
     n->div_wl = nh_divisor(n->wl);
+    n->div_sub = nh_divisor(n->sub);
     n->stats = stats;
     /* what a queued operation will hold its die for (with its transfer, as the die is held) */
     op_ns[NH_FOP_READ] = n->t.t_read + n->t.t_xfer;
-    op_ns[NH_FOP_PROGRAM] = n->t.t_xfer + n->t.t_prog;
+    op_ns[NH_FOP_PROGRAM] = n->sub * n->t.t_xfer + n->t.t_prog;
     op_ns[NH_FOP_ERASE] = n->t.t_erase;
     n->sched = nh_sched_new(parts->settings[NH_PART_scheduler], n->g.ndies, n->g.nblocks,
                             parts->counters[NH_PART_scheduler], op_ns);
@@ -82,6 +85,8 @@ NhNand *nh_nand_new(const NhConfig *cfg, NhStats *stats, const NhParts *parts)
     n->bus = g_new0(NhBus, n->g.channels);
     n->erase_count = g_new0(uint32_t, n->g.nblocks);
     n->next_page = g_new0(uint32_t, n->g.nblocks);
+    n->page_batch = n->sub > 1 ? g_new0(uint64_t, n->g.nblocks) : NULL;
+    n->queued_reads = ++n->batches;
     return n;
 }
 
@@ -99,6 +104,7 @@ void nh_nand_free(NhNand *n)
         g_free(n->bus);
         g_free(n->erase_count);
         g_free(n->next_page);
+        g_free(n->page_batch);
         g_free(n);
     }
 }
@@ -107,12 +113,20 @@ static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 void nh_nand_batch_begin(NhNand *n)
 {
-    n->batch = ++n->batches;
+    if (!n->batch_depth++) {
+        n->batch = ++n->batches;
+    }
 }
 
 void nh_nand_batch_end(NhNand *n)
 {
-    n->batch = 0;
+    g_assert(n->batch_depth);
+    if (!--n->batch_depth) {
+        n->batch = 0;
+        /* a flash page is programmed whole: units of one left for later are a partial page */
+        n->violations += n->partial;
+        n->partial = 0;
+    }
 }
 
 /* Transfers all take t_xfer, so a gap fits one when it is that long.  Those ending before the
@@ -359,15 +373,18 @@ uint64_t nh_nand_transfer(NhNand *n, uint32_t ch, uint64_t ready)
 static NhDieOp *joinable(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t *slot)
 {
     NhDieOp *op = &n->op[die];
-    uint32_t page = nh_page_in_block(n, ppn);
-    uint32_t plane = nh_mod(nh_pu_of_block(n, nh_block_of(n, ppn)), n->div_planes);
-    NhDivisor wl = program ? n->div_wl : nh_divisor(1);
+    uint32_t page = nh_page_in_block(n, ppn), blk = nh_block_of(n, ppn);
+    uint32_t plane = nh_mod(nh_pu_of_block(n, blk), n->div_planes);
+    NhDivisor wl = program ? n->div_wl : n->div_sub;
+    uint64_t plane_slots = (wl.d == 64 ? UINT64_MAX : (1ull << wl.d) - 1) << (plane * wl.d);
 
     *slot = 1ull << (plane * wl.d + nh_mod(page, wl));
     if (!n->batch || op->batch != n->batch || op->program != program ||
-        n->die_free[die] != op->done || op->wordline != nh_div(page, wl) || (op->slots & *slot)) {
+        n->die_free[die] != op->done || op->wordline != nh_div(page, wl) || (op->slots & *slot) ||
+        ((op->slots & plane_slots) && op->blk[plane] != blk)) {
         return NULL;
     }
+    op->blk[plane] = blk;   /* the caller joins it */
     return op;
 }
 
@@ -376,9 +393,11 @@ static void record(NhNand *n, uint32_t die, uint32_t ppn, bool program, uint64_t
 {
     n->op[die] = (NhDieOp){
         .batch = n->batch, .sensed = sensed, .done = done, .slots = slot,
-        .wordline = nh_div(nh_page_in_block(n, ppn), program ? n->div_wl : nh_divisor(1)),
+        .wordline = nh_div(nh_page_in_block(n, ppn), program ? n->div_wl : n->div_sub),
         .program = program,
     };
+    n->op[die].blk[nh_mod(nh_pu_of_block(n, nh_block_of(n, ppn)), n->div_planes)] =
+        nh_block_of(n, ppn);
 }
 
 /* What an operation on page @ppn books: its die's and its channel's timelines, and the die's
@@ -475,18 +494,35 @@ static uint64_t book_erase(NhNand *n, uint32_t blk, uint64_t now)
     return *die;
 }
 
+/* A queued program stands for its whole flash page (nh_nand_program queues its first unit
+ * only): the page's units, transferred one after another, then one tPROG. */
+static uint64_t run_program(NhNand *n, uint32_t ppn, uint64_t at)
+{
+    uint64_t done = at;
+    bool joined;
+
+    n->batch = ++n->batches;
+    for (uint32_t u = 0; u < n->sub; u++) {
+        done = book_program(n, ppn + u, at, &joined);
+    }
+    return done;
+}
+
 uint64_t nh_nand_run(NhNand *n, NhFlashOp op, uint64_t at)
 {
     uint64_t batch = n->batch, done;
     bool joined;
 
-    n->batch = 0;   /* a queued operation joins no host batch */
+    /* a queued operation joins no host batch; with map-unit, GC's reads of the units of one
+     * flash page, run one after another on the die, share its tR */
+    n->batch = op.kind == NH_FOP_READ && n->sub > 1 ? n->queued_reads : 0;
     switch (op.kind) {
     case NH_FOP_READ:
         done = book_read(n, op.addr, at, &joined);
+        n->stats->nand_read_ops -= joined;  /* counted when queued */
         break;
     case NH_FOP_PROGRAM:
-        done = book_program(n, op.addr, at, &joined);
+        done = run_program(n, op.addr, at);
         break;
     default:
         done = book_erase(n, op.addr, at);
@@ -555,6 +591,26 @@ uint64_t nh_nand_busy_until(const NhNand *n)
     return t;
 }
 
+/* Map-unit discipline: the units of a flash page are programmed in order in one batch (one
+ * program operation), all of them by the batch's end; unit @u of block @blk is programmed. */
+static void whole_page(NhNand *n, uint32_t blk, uint32_t u)
+{
+    bool first = !nh_mod(u, n->div_sub), last = !nh_mod(u + 1, n->div_sub);
+
+    if (!n->batch) {
+        n->violations++;    /* a unit alone is part of a page */
+        return;
+    }
+    if (first) {
+        n->page_batch[blk] = n->batch;
+        n->partial += !last;
+    } else if (u != n->next_page[blk] || n->page_batch[blk] != n->batch) {
+        n->violations++;
+    } else if (last) {
+        n->partial--;
+    }
+}
+
 uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now)
 {
     uint32_t blk = nh_block_of(n, ppn), die = nh_die_of_block(n, blk);
@@ -565,9 +621,13 @@ uint64_t nh_nand_program(NhNand *n, uint32_t ppn, uint64_t now)
     if (nh_page_in_block(n, ppn) < n->next_page[blk]) {
         n->violations++;
     }
+    if (n->sub > 1) {
+        whole_page(n, blk, nh_page_in_block(n, ppn));
+    }
     n->next_page[blk] = nh_page_in_block(n, ppn) + 1;
     n->stats->nand_page_programs++;
-    if (n->untimed ||
+    /* a deferred GC page's later units are not queued: they ride with its first (run_program) */
+    if (n->untimed || (n->gc_depth && nh_sched_defers(n->sched) && nh_mod(ppn, n->div_sub)) ||
         queued(n, (NhFlashOp){ ppn, NH_FOP_PROGRAM }, die, now, &n->stats->nand_program_ops)) {
         return now;
     }

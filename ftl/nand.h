@@ -17,12 +17,20 @@
  *    collection (between nh_nand_gc_begin and _end) in the die's idle time.  The time a die and
  *    a bus are busy is counted (nand.die_busy_ns, nand.channel_busy_ns).
  *  - Multi-plane and one-shot operations: between nh_nand_batch_begin() and _end() (an FTL
- *    issuing pages together), a page program joins the die's latest operation if nothing else
- *    was booked on the die since, it is a program of the same word line (the same page offset;
- *    with one-shot, the same group of 3 pages) and its plane and page are not in it yet: its
+ *    issuing pages together; nested pairs are one batch, the outermost's), a page program
+ *    joins the die's latest operation if nothing else was booked on the die since, it is a
+ *    program of the same word line (the same page offset; with one-shot, the same group of 3
+ *    pages) and its plane and page are not in it yet: its
  *    transfer follows the others on the bus and one tPROG, started after the last transfer,
- *    covers them all.  Reads likewise share one tR (same page offset, other plane), their
- *    transfers serial.  Outside a batch every operation is a page of its own.
+ *    covers them all.  Reads likewise share one tR (the same flash page, or the same page offset
+ *    of another plane), their transfers serial.  On one plane, every page of an operation is in
+ *    one block.  Outside a batch every operation is a page of
+ *    its own.
+ *  - Mapping units (map-unit below page-size): a "page" here is a mapping unit (the geometry's
+ *    page_size and pages are the unit's), a flash page is sub consecutive units of a block, a
+ *    transfer moves one unit (a read moves only the units read) and a program operation covers
+ *    wl = sub (x 3 with one-shot) units.  The units of a flash page must be programmed in
+ *    order in one batch, all of them by its end: anything else is a discipline violation.
  *  - Each operation counts itself in the NAND counters of the NhStats it was given and in the
  *    block's erase count when it is issued; it returns the time the operation finishes (for an
  *    operation the scheduler queued, the time it was issued: nobody waits for it).
@@ -87,6 +95,9 @@ typedef struct NhDieOp {
     uint64_t slots;         /* bit plane * wl + page % wl of every page in it */
     uint32_t wordline;      /* page offset / wl */
     bool     program;
+    /* the block each plane with a page in it has them in: pages of one word line (with
+     * map-unit, one flash page) of two blocks of a plane are two operations */
+    uint32_t blk[NH_PLANES_MAX];
 } NhDieOp;
 
 /* Transfers a bus keeps (nand.c).  Beyond it the oldest is dropped and the bus counts as busy
@@ -129,10 +140,14 @@ typedef struct NhBus {
 typedef struct NhNand {
     NhGeometry g;
     NhTiming   t;
-    uint32_t   wl;          /* pages one program operation covers per plane: 3 with one-shot */
-    /* by pages a block, blocks a plane, a die and a channel, planes a die, and wl */
-    NhDivisor  div_pages, div_plane, div_die, div_channel, div_planes, div_wl;
+    /* pages one program operation covers per plane: sub, x 3 with one-shot */
+    uint32_t   wl;
+    uint32_t   sub;         /* pages (mapping units) a flash page holds: page-size / map-unit */
+    /* by pages a block, blocks a plane, a die and a channel, planes a die, wl and sub */
+    NhDivisor  div_pages, div_plane, div_die, div_channel, div_planes, div_wl, div_sub;
     uint64_t   batch;       /* current batch id; 0 outside a batch */
+    uint32_t   batch_depth; /* nested nh_nand_batch_begin calls: the outermost is the batch */
+    uint64_t   queued_reads; /* the batch queued reads run in (map-unit: units of a page join) */
     uint64_t   batches;     /* ids handed out */
     NhDieOp   *op;          /* [ndies] */
     NhStats   *stats;
@@ -148,6 +163,10 @@ typedef struct NhNand {
      * and only pages below the highest programmed one are read.  Violations are counted, not
      * fatal, so tests can assert that an FTL never commits one. */
     uint32_t  *next_page;       /* [nblocks] one past the highest programmed page */
+    /* sub > 1: [nblocks] the batch that began the flash page being programmed, and how many
+     * blocks have a flash page begun and not ended in this batch */
+    uint64_t  *page_batch;
+    uint32_t   partial;
     uint64_t   violations;
 } NhNand;
 

@@ -89,7 +89,7 @@ uint64_t pmap_stream_unit(void *ftl, uint16_t tag, bool close);
 #define NH_PAGEMAP_OPS(ftl_name, create_fn, trim_fn, spare_fn, own_features, ...) { \
     .name = (ftl_name),                                                             \
     .features = NH_FTL_ONE_SHOT | NH_FTL_STRIPE_MERGE | NH_FTL_PLACEMENT |          \
-                NH_FTL_DYNAMIC_ALLOC | NH_FTL_ZONES | (own_features),           \
+                NH_FTL_DYNAMIC_ALLOC | NH_FTL_ZONES | NH_FTL_MAP_UNIT | (own_features), \
     .create = (create_fn),                                                          \
     .destroy = pmap_destroy,                                                        \
     .read = pmap_read,                                                              \

@@ -166,7 +166,8 @@ static void placement_decode(const NhPartIn *in, void *settings)
                        cfg->page_size * bits_per_cell(cfg->cell);
     s->dstream_memory = in->keys[KEY_DSTREAM_MEMORY];
     s->partitions = (uint32_t)in->keys[KEY_DSTREAM_PARTITIONS];
-    s->timestamp = in->keys[KEY_DSTREAM_TIMESTAMP] ? in->keys[KEY_DSTREAM_TIMESTAMP] : cfg->pages;
+    s->timestamp = in->keys[KEY_DSTREAM_TIMESTAMP] ? in->keys[KEY_DSTREAM_TIMESTAMP] :
+                   nh_config_unit_pages(cfg);
     s->k_rule = (NhKmeansRule)in->keys[KEY_DSTREAM_K];
 }
 
@@ -202,7 +203,7 @@ static const char *first_set(const NhPartIn *in, uint32_t mask)
 static bool stream_buffer_check(const NhConfig *cfg, const NhPlacementSettings *s,
                                 const NhStageSettings *stage, GError **errp)
 {
-    uint64_t need = 2ull * stage->unit * cfg->page_size;
+    uint64_t need = 2ull * stage->unit * nh_config_unit(cfg);
 
     if (s->stream_buffer < need) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
@@ -210,7 +211,7 @@ static bool stream_buffer_check(const NhConfig *cfg, const NhPlacementSettings *
                     "staging buffer with one-shot=%s, stripe-merge=%s (2 halves of %u pages of "
                     "%u bytes: %" G_GUINT64_FORMAT "); use stream-buffer=auto or at least that",
                     s->stream_buffer, cfg->one_shot == NH_ON ? "on" : "off",
-                    stage->merge ? "on" : "off", stage->unit, cfg->page_size, need);
+                    stage->merge ? "on" : "off", stage->unit, nh_config_unit(cfg), need);
         return false;
     }
     return true;

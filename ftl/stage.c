@@ -33,10 +33,11 @@ static void stage_decode(const NhPartIn *in, void *settings)
 {
     const NhConfig *cfg = in->cfg;
     NhStageSettings *s = settings;
-    uint32_t wl = cfg->one_shot == NH_ON ? 3 : 1;
+    uint32_t wl = nh_config_sub(cfg) * (cfg->one_shot == NH_ON ? 3 : 1);
 
     s->merge = in->keys[0] == NH_ON;
-    if (s->merge || cfg->one_shot == NH_ON) {
+    s->sub = nh_config_sub(cfg);
+    if (s->merge || wl > 1) {
         s->unit = wl * (s->merge ? cfg->channels * cfg->ways * cfg->dies * cfg->planes : 1);
     }
 }
@@ -44,18 +45,35 @@ static void stage_decode(const NhPartIn *in, void *settings)
 static uint32_t stage_needs(const void *settings)
 {
     const NhStageSettings *s = settings;
-    return s->merge ? NH_FTL_STRIPE_MERGE : 0;
+    return (s->merge ? NH_FTL_STRIPE_MERGE : 0) | (s->sub > 1 ? NH_FTL_MAP_UNIT : 0);
 }
 
 static bool stage_check(const NhPartIn *in, const void *settings, const void *const *all,
                         GError **errp)
 {
-    (void)settings;
+    const NhStageSettings *s = settings;
+
     (void)all;
+    if (in->missing & NH_FTL_MAP_UNIT) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "map-unit: only ftl=page and ftl=dftl map units smaller than a flash page "
+                    "(map-unit=%u, page-size=%u), got ftl=%s", in->cfg->map_unit,
+                    in->cfg->page_size, in->cfg->ftl);
+        return false;
+    }
     if (in->missing) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "stripe-merge: only ftl=page and ftl=dftl merge writes into stripes, got "
                     "ftl=%s", in->cfg->ftl);
+        return false;
+    }
+    if (s->sub > 1 && !s->merge) {
+        /* staging one flash page per stream would leave two pages' programs in flight (its
+         * two halves): a random write load would run at 2 pages per t-prog */
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "map-unit: units smaller than a flash page (map-unit=%u, page-size=%u) are "
+                    "packed into pages by stripe staging: set stripe-merge=on",
+                    in->cfg->map_unit, in->cfg->page_size);
         return false;
     }
     return true;
@@ -79,7 +97,8 @@ void nh_stage_init(NhStage *s, const NhFtlEnv *env, NhBlocks *b, const uint32_t 
 
     *s = (NhStage){
         .unit = set->unit, .nbuf = pl ? pl->nstreams : 1,
-        .wait = env->nand->t.t_prog, .b = b, .fwd = fwd, .pl = pl, .host_front = host_front,
+        .wait = set->sub > 1 ? 0 : env->nand->t.t_prog, .b = b, .fwd = fwd, .pl = pl,
+        .host_front = host_front,
         .ctr = env->parts->counters[NH_PART_stage], .put = put, .ctx = ctx,
     };
     if (!s->unit) {
@@ -259,8 +278,11 @@ uint64_t nh_stage_flush(NhStage *s, uint64_t t)
 void nh_stage_background(NhStage *s, uint64_t now)
 {
     /* a page waits at most one tPROG for its unit-mates: it then reaches NAND at most one
-     * program time later than it would have unstaged */
-    for (uint32_t bi = 0; bi < s->nbuf && s->unit; bi++) {
+     * program time later than it would have unstaged.  Not with map-unit: a forced stripe pads
+     * its last flash page, and a unit reached NAND one at a time before (as a whole page)
+     * only because it had to; the units wait for their stripe, a flush or a FUA, in the
+     * capacitor-protected buffer */
+    for (uint32_t bi = 0; bi < s->nbuf && s->unit && s->wait; bi++) {
         NhStageBuf *sb = &s->buf[bi];
         if (sb->n && now >= sb->first + s->wait) {
             force(s, bi, sb->first + s->wait);

@@ -9,6 +9,10 @@
  *  - One staging buffer per physical stream (placement.h), each programmed on its stream's
  *    frontier, so a word line or stripe never holds pages of two streams.  Without placement,
  *    one buffer on the FTL's host frontier.  GC copies are not staged.
+ *  - With map-unit below page-size a page here is a mapping unit and a program covers a flash
+ *    page of them (nand.h): stripe-merge=on is required, a forced unit is padded to the flash
+ *    page, and there is no bounded wait (units stay until their stripe fills, a flush or a
+ *    FUA).
  *  - A page is staged in one buffer at most.  A rewrite of a staged page takes the new data in
  *    the buffer (ftl.stripe_overwrites); if the write places it on another stream, the page
  *    moves to that stream's buffer.
@@ -29,6 +33,7 @@
 typedef struct NhStageSettings {
     bool     merge;         /* stripe-merge=on */
     uint32_t unit;          /* pages programmed together; 0 without one-shot or stripe-merge */
+    uint32_t sub;           /* mapping units in a flash page (map-unit) */
 } NhStageSettings;
 
 typedef uint64_t (*NhStagePut)(void *ctx, uint64_t lpn, uint32_t ppn, uint64_t t);
@@ -48,7 +53,7 @@ typedef struct NhStage {
     uint32_t     nbuf;      /* buffers: the physical streams */
     NhStageBuf  *buf;
     GHashTable  *slot;      /* lpn + 1 -> buffer x unit + index + 1 */
-    uint64_t     wait;      /* the longest a page stays staged: one tPROG */
+    uint64_t     wait;      /* the longest a page stays staged: one tPROG; 0: no limit */
     NhBlocks    *b;
     const uint32_t *fwd;    /* the FTL's forward map (ppn + 1) */
     NhPlacement *pl;        /* NULL: placement off */

@@ -123,6 +123,13 @@ static bool zones_check(const NhPartIn *in, const void *settings, const void *co
                     c->ftl);
         return false;
     }
+    if (nh_config_sub(c) > 1) {
+        /* a zone's pages are programmed one program unit at a time from its write pointer
+         * (zoned.c), which knows no units smaller than a flash page */
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "zones: a zoned region needs map-unit=auto "
+                    "(got map-unit=%u with page-size=%u)", c->map_unit, c->page_size);
+        return false;
+    }
     if (s->width > npu || npu % s->width) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "zone-width: %u planes do not divide the "
                     "device's %u planes (channels * ways * dies * planes)", s->width, npu);

@@ -51,7 +51,7 @@ static void nhc_undo_free_bytes(gpointer old)
  * read (*old_data: some page of the range is mapped)?  Asked before the engine models it. */
 static bool nhc_undo_wanted(NhcCtrl *n, uint64_t off, uint64_t len, bool *old_data)
 {
-    uint64_t page = nh_engine_config(n->engine)->page_size;
+    uint64_t page = nh_config_unit(nh_engine_config(n->engine));
 
     if (!nh_engine_volatile_write_cache(n->engine)) {
         return false;

@@ -40,6 +40,8 @@ typedef enum NhSwitch { NH_OFF, NH_ON } NhSwitch;
 /* The ranges of the page-size and blocks keys, which the engine's sizing messages name too
  * (32K: the page NVMeVirt's Samsung 970 PRO calibration assumes, engine/presets.c). */
 #define NH_PAGE_SIZE_MAX 32768
+/* The range of the planes key, which the NAND model's per-die state is sized by. */
+#define NH_PLANES_MAX    16
 #define NH_BLOCKS_MAX    (1u << 24)
 
 /* Room for every policy's keys together (nh_config_key() asserts that they fit). */
@@ -63,7 +65,8 @@ typedef struct NhConfig {
     uint32_t planes;        /* per die */
     uint32_t blocks;        /* per plane; 0 = auto (smallest that holds the capacity) */
     uint32_t pages;         /* per block */
-    uint32_t page_size;     /* bytes */
+    uint32_t page_size;     /* bytes: the flash page the NAND programs and senses */
+    uint32_t map_unit;      /* bytes the FTL maps (a divisor of page_size); 0 = auto: page_size */
     uint32_t op;            /* over-provisioning, percent of physical capacity */
     /* NAND timing (ns); 0 = the cell preset's value */
     NhCell   cell;
@@ -102,6 +105,25 @@ typedef struct NhConfig {
      * in its order (fractions as the bits of a double: nh_key_fraction) */
     uint64_t policy[NH_CONFIG_POLICY_SLOTS];
 } NhConfig;
+
+/* The mapping unit and how many of them a flash page holds: inside the engine a "page" (the
+ * geometry's page_size and pages, every FTL, buffer and counter) is a mapping unit, and a flash
+ * page is nh_config_sub() consecutive units of one block (docs/engine.md, "Mapping units"). */
+static inline uint32_t nh_config_unit(const NhConfig *cfg)
+{
+    return cfg->map_unit ? cfg->map_unit : cfg->page_size;
+}
+
+static inline uint32_t nh_config_sub(const NhConfig *cfg)
+{
+    return cfg->page_size / nh_config_unit(cfg);
+}
+
+/* Mapping units per block. */
+static inline uint32_t nh_config_unit_pages(const NhConfig *cfg)
+{
+    return cfg->pages * nh_config_sub(cfg);
+}
 
 /* NH_KEY_FRACTION: a double in [-1, 1] (min and max unused); auto is NAN */
 typedef enum NhKeyType {

@@ -34,7 +34,8 @@ typedef struct NhFitReport {
 
 /* "compact" or "modulo"; anything else is an error naming the choices. */
 bool nh_fit_parse_mode(const char *text, NhFitMode *mode, GError **errp);
-/* @unit: extent granularity in bytes (the flash page size), a power of two. */
+/* @unit: extent granularity in bytes (the mapping unit: the flash page or map-unit), a power
+ * of two. */
 NhFit *nh_fit_new(NhFitMode mode, uint32_t unit);
 void nh_fit_add(NhFit *f, uint64_t offset, uint64_t length);
 /* Builds the map.  @capacity 0: choose one (compact: the dense space rounded up to a GiB, at

@@ -936,7 +936,7 @@ int main(int argc, char **argv)
     if (r) {
         return r;
     }
-    if (opt_fit && !(fit = fit_new(cfg.page_size, &err))) {
+    if (opt_fit && !(fit = fit_new(nh_config_unit(&cfg), &err))) {
         return fail(err);
     }
     tr = nh_trace_open(opt_trace, opt_format, &err);

@@ -57,10 +57,10 @@ bool nh_precondition(NhEngine *eng, uint64_t capacity, double fraction, NhFillRe
                      GError **errp)
 {
     const NhConfig *c = nh_engine_config(eng);
-    uint32_t ps = c->page_size;
+    uint32_t ps = nh_config_unit(c);
     uint64_t region = (uint64_t)(capacity * fraction) / ps * ps;
     uint64_t physical = (uint64_t)c->channels * c->ways * c->dies * c->planes * c->blocks *
-                        c->pages;
+                        nh_config_unit_pages(c);
     uint64_t now = 0, pages = region / ps, ahead[AHEAD];
     double start;
     GRand *rnd;

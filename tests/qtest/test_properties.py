@@ -65,6 +65,9 @@ BAD = [
     ("serial=s,fw-read=fast", "fw-read"),
     ("serial=s,fw-write=2s", "fw-write"),
     ("serial=s,ftl=bast,stripe-merge=on", "stripe-merge"),  # given, not the preset's: refused
+    ("serial=s,stripe-merge=off,map-unit=4K", "map-unit: "),             # needs stripe-merge
+    ("serial=s,map-unit=4K,stripe-merge=on,ftl=bast", "map-unit: "),
+    ("serial=s,map-unit=32K", "map-unit: "),                             # above the 16K page
 ]
 
 
@@ -109,6 +112,18 @@ def test_default_device_is_the_default_preset(qemu_binary, tmp_path):
     cfg = config_of(qemu_binary, tmp_path, "serial=s,state-file=none")
     assert (cfg["preset"], cfg["cell"], cfg["page-size"]) == ("pm9a3", "tlc", "16K"), cfg
     assert (cfg["t-read"], cfg["t-prog"], cfg["op"]) == ("45us", "450us", "12"), cfg
+
+
+def test_map_unit_shows_beside_the_flash_page(qemu_binary, tmp_path):
+    """map-unit=4K on the default 16 KiB-page drive: the configuration keeps the flash page and
+    the unit, the geometry is in units (a 4 KiB transfer at 1,400 MB/s)."""
+    r = start(qemu_binary, tmp_path, "serial=s,state-file=none,map-unit=4K,stripe-merge=on")
+    assert r.returncode == 0, r.stderr
+    reply = [json.loads(line) for line in r.stdout.splitlines() if '"return"' in line][1]
+    stats = json.loads(reply["return"])
+    assert (stats["config"]["page-size"], stats["config"]["map-unit"]) == ("16K", "4K")
+    assert stats["geometry"]["t_xfer_ns"] == 2926     # ceil(4096 B / 1,400 MB/s)
+    assert stats["geometry"]["pages_total"] * 4096 == stats["geometry"]["physical_bytes"]
 
 
 @pytest.mark.parametrize("props", ["channels=4,preset=970pro", "preset=970pro,channels=4"])
