@@ -320,42 +320,48 @@ static bool key_char(char c)
     return g_ascii_isalnum(c) || c == '-';
 }
 
-/* Does @msg hold "@k=VALUE" with @cfg's value of @k, as a word? */
-static bool names_value(const char *msg, const NhConfig *cfg, const NhConfigKey *k)
+/* Where @msg names @k's value as key=value (a word of its own), NULL if it does not. */
+static const char *names_value(const char *msg, const NhConfig *cfg, const NhConfigKey *k)
 {
     char *v = nh_key_get(cfg, k), *kv = g_strdup_printf("%s=%s", k->name, v);
     size_t n = strlen(kv);
-    bool found = false;
+    const char *p;
 
-    for (const char *p = strstr(msg, kv); p && !found; p = strstr(p + 1, kv)) {
-        found = (p == msg || !key_char(p[-1])) && !key_char(p[n]);
+    for (p = strstr(msg, kv); p; p = strstr(p + 1, kv)) {
+        if ((p == msg || !key_char(p[-1])) && !key_char(p[n])) {
+            break;
+        }
     }
     g_free(v);
     g_free(kv);
-    return found;
+    return p;
 }
 
 /* The preset's value a refusal is of, NULL if none: the key it names first (its message
- * starts with the key's name and a colon), else a key=value it names in its text ("alloc:
- * dynamic does not go with stripe-merge=on").  Only a value the preset set and that is still
- * in force. */
+ * starts with the key's name and a colon), else the first key=value it names in its text
+ * ("alloc: dynamic does not go with stripe-merge=on"; "zones: ... needs map-unit=auto (got
+ * map-unit=4K with page-size=16K)" is map-unit's, named before page-size).  Only a value the
+ * preset set and that is still in force. */
 static const NhConfigKey *refused_preset_key(const NhConfig *cfg, const GError *err)
 {
-    const char *colon = strchr(err->message, ':');
+    const char *colon = strchr(err->message, ':'), *first = NULL;
     char *name = colon ? g_strndup(err->message, colon - err->message) : NULL;
-    const NhConfigKey *k = name ? nh_config_find(name) : NULL;
+    const NhConfigKey *k = name ? nh_config_find(name) : NULL, *found = NULL;
 
     g_free(name);
     if (k && preset_value(cfg, k) && !bit(cfg->dropped, k)) {
         return k;
     }
     for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        const char *at;
         k = nh_config_key(i);
-        if (preset_value(cfg, k) && !bit(cfg->dropped, k) && names_value(err->message, cfg, k)) {
-            return k;
+        if (preset_value(cfg, k) && !bit(cfg->dropped, k) &&
+            (at = names_value(err->message, cfg, k)) && (!first || at < first)) {
+            first = at;
+            found = k;
         }
     }
-    return NULL;
+    return found;
 }
 
 bool nh_config_settle(NhConfig *cfg, GError **errp)

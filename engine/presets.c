@@ -29,6 +29,10 @@
                   "protection): stripe-merge's staging buffer is power-protected device DRAM " \
                   "that acknowledges a write when staged (docs/engine.md); it needs ftl=page " \
                   "or dftl, and is dropped for the others"
+#define MAP4K "assumed: the 4 KiB mapping unit of current NVMe drives' FTLs (a map entry of 4 " \
+              "bytes a 4 KiB unit is the 1 GB of DRAM a TB datacenter drives carry); units are " \
+              "packed four to a 16 KiB page in the write cache (needs stripe-merge; dropped " \
+              "with zones or ftl=bast|fast|sast, docs/mapping-units.md)"
 #define FW_NONE "none is published, so fw-read and fw-write stay 0"
 #define MPS256 "assumed: the 256-byte max payload size most server root ports grant " \
                "(the drive supports larger; the link's is the smaller of the two)"
@@ -54,6 +58,7 @@ static const NhPresetValue pm9a3_values[] = {
     { "host-mps", "256", MPS256 },
     { "stripe-merge", "on", "assumed: power-loss protection, as Samsung's datacenter drives "
       "have (PM9D3a's sheet says so; no PM9A3 sheet was read); " PLP_CACHE },
+    { "map-unit", "4K", MAP4K },
     { NULL, NULL, NULL }
 };
 
@@ -151,6 +156,7 @@ static const NhPresetValue pm9d3a_values[] = {
       "packet overhead" },
     { "host-mps", "256", MPS256 },
     { "stripe-merge", "on", "Samsung PM9D3a specification: power-loss protection; " PLP_CACHE },
+    { "map-unit", "4K", MAP4K },
     { NULL, NULL, NULL }
 };
 

@@ -127,7 +127,8 @@ static bool zones_check(const NhPartIn *in, const void *settings, const void *co
         /* a zone's pages are programmed one program unit at a time from its write pointer
          * (zoned.c), which knows no units smaller than a flash page */
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "zones: a zoned region needs map-unit=auto "
-                    "(got map-unit=%u with page-size=%u)", c->map_unit, c->page_size);
+                    "(got map-unit=%uK with page-size=%uK)", c->map_unit >> 10,
+                    c->page_size >> 10);
         return false;
     }
     if (s->width > npu || npu % s->width) {

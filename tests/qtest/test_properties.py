@@ -134,6 +134,7 @@ def test_keys_override_the_preset_in_any_order(qemu_binary, tmp_path, props):
 
 
 PRESETS = ["pm9a3", "970pro", "sz985", "pm9d3a"]
+MAP_UNIT_PRESETS = ["pm9a3", "pm9d3a"]      # 4 KiB units in 16 KiB pages: no zones, no hybrids
 # zones=4 on pm9a3 are 4 zones of a block on each of its 256 planes (3 GiB each): a sparse
 # image of 64 GiB holds them and the conventional space
 EXTRAS = [("fdp=on", 64 << 20), ("zones=4", 64 << 30), ("ftl=bast", 64 << 20),
@@ -153,6 +154,13 @@ def test_every_preset_builds_what_preset_none_builds(qemu_binary, tmp_path, extr
         reply = [json.loads(line) for line in r.stdout.splitlines() if '"return"' in line][1]
         cfg = json.loads(reply["return"])["config"]
         dropped = cfg["preset-dropped"]
+        units = preset in MAP_UNIT_PRESETS and (extra.startswith("ftl=") or extra == "zones=4")
+        if units:
+            assert cfg["map-unit"] == "auto", cfg
+            assert dropped.pop("map-unit").startswith("4K: " + ("map-unit: " if
+                                                               extra.startswith("ftl=") else
+                                                               "zones: a zoned region needs "
+                                                               "map-unit=auto")), dropped
         if extra.startswith("ftl=") and preset != "970pro":
             assert cfg["stripe-merge"] == "off", cfg
             assert dropped["stripe-merge"].startswith("on: stripe-merge: only ftl=page"), dropped
