@@ -60,3 +60,24 @@ def test_power_cut_loses_unflushed_staged_writes(qemu_binary, tmp_path, volatile
     finally:
         print(f"QEMU stderr:\n{vm.stderr_text()}")
         vm.close()
+
+
+def test_power_cut_of_part_of_a_unit_keeps_its_flushed_sectors(qemu_binary, tmp_path):
+    """A 512-byte write stages its whole 4 KiB unit, and the cut reports the unit lost: the
+    written sector falls back to its flushed bytes, and the unit's other seven sectors, which
+    no write touched since the Flush, keep theirs (they were zeroed before)."""
+    props = f"{BASE},stage-volatile=on"
+    image = str(tmp_path / "d.img")
+    vm, c, q = start(qemu_binary, props, image)
+    try:
+        assert c.write(q, 0, FLUSHED).ok
+        assert c.cmd(q, nq.sqe(nq.IO_FLUSH, nsid=1)).ok
+        assert c.write(q, 3, NEW[:512]).ok
+        power_cut(vm)
+    finally:
+        vm.close()
+    vm, c, q = start(qemu_binary, props, image)
+    try:
+        assert c.read(q, 0, 8)[1] == FLUSHED
+    finally:
+        vm.close()
