@@ -6,7 +6,7 @@ A 64 KiB write is 16 of the 128 units of a 970pro stripe (16 dies x 32 KiB): sti
 the cut (units wait for their stripe, a Flush or a FUA; no bounded wait)."""
 import pytest
 
-from conftest import VmRun, check, seeded_bytes, vm
+from conftest import check, run_and_cut, seeded_bytes, vm
 
 KIB = 1 << 10
 
@@ -32,15 +32,7 @@ def test_power_cut_loses_what_the_volatile_stage_held(share, tmp_path, volatile)
     disk = tmp_path / "d.img"
     # write-cache=off: the backend writes through, so the write-back cache is the stage's alone
     dev = f"preset=970pro,stage-volatile={volatile},write-cache=off,ba-size=0"
-    run = VmRun(CUT, device=dev, disk=disk, size="256M", share=share,
-                qmp=str(tmp_path / "qmp.sock"))
-    try:
-        run.wait_for_file(share / "ready")
-        run.cut_power()
-        status, out = run.wait()
-    finally:
-        run.kill()
-    assert status != 0, "vm-exec should report that QEMU stopped before the command ended"
+    run_and_cut(CUT, dev, disk, "256M", share, str(tmp_path / "qmp.sock"))
     assert (share / "write_cache").read_text().strip() == \
         ("write back" if volatile == "on" else "write through")
     status, out = vm(AFTER, device=dev, disk=disk, size="256M", share=share)
