@@ -8,6 +8,7 @@
 #include "engine-priv.h"
 #include "hybrid.h"
 #include "placement.h"
+#include "stage.h"
 #include "zones.h"
 
 #include <string.h>
@@ -572,6 +573,15 @@ static void engine_page_lost(void *opaque, uint64_t lpn, uint32_t mask)
     }
 }
 
+/* One lost staged page (stage-volatile): all its bytes; the FTL kept its earlier mapping. */
+static void engine_staged_lost(void *opaque, uint64_t lpn)
+{
+    LostCtx *c = opaque;
+    uint64_t ps = c->eng->nand->g.page_size, base = lpn * ps;
+
+    c->fn(c->opaque, base, MIN(ps, c->eng->capacity - base));
+}
+
 /* A zone's lost bytes, from the zoned space's start: the front end's offsets. */
 static void zone_bytes_lost(void *opaque, uint64_t offset, uint64_t length)
 {
@@ -585,6 +595,9 @@ void nh_engine_power_loss(NhEngine *eng, uint64_t now, NhEngineLostFn lost, void
 
     if (eng->buf) {
         nh_buf_power_loss(eng->buf, engine_page_lost, &c);
+    }
+    if (eng->ops->power_loss) {
+        eng->ops->power_loss(eng->ftl, engine_staged_lost, &c);
     }
     if (eng->zoned) {
         nh_zoned_power_loss(eng->zoned, now, zone_bytes_lost, &c);
@@ -927,7 +940,9 @@ bool nh_engine_is_mapped(const NhEngine *eng, uint64_t offset)
 
 bool nh_engine_volatile_write_cache(const NhEngine *eng)
 {
-    return eng->buf && nh_buf_is_volatile(eng->buf);
+    const NhStageSettings *st = eng->parts.settings[NH_PART_stage];
+
+    return (eng->buf && nh_buf_is_volatile(eng->buf)) || st->lossy;
 }
 
 char *nh_engine_stats_json(const NhEngine *eng, bool pretty)

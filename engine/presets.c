@@ -95,14 +95,23 @@ static const NhPresetValue pro970_values[] = {
       "less fw-read (NVMeVirt's code compares with 4 KiB times its 4 partitions, 16 KiB)" },
     { "fw-write", "4000ns", NVMEVIRT ": FW_WBUF_LATENCY0 4,000 ns a write" },
     { "fw-write-4k", "460ns", NVMEVIRT ": FW_WBUF_LATENCY1 460 ns for each 4 KiB" },
+    { "map-unit", "4K", "NVMeVirt (Kim et al., FAST'23) ssd.h: its FTL's page is the 4 KiB "
+      "mapping unit, packed into the 32 KiB flash pages (pgs_per_flashpg)" },
+    { "stripe-merge", "on", NVMEVIRT ": WRITE_EARLY_COMPLETION 1 and GLOBAL_WB_SIZE = "
+      "NAND_CHANNELS x LUNS_PER_NAND_CH x ONESHOT_PAGE_SIZE x 2 (1 MiB): writes complete from "
+      "a buffer of two stripes of one page a die, which is what the stage is here (two halves "
+      "of 16 dies x 32 KiB)" },
+    { "stage-volatile", "on", "a client drive: no power-loss capacitors (AnandTech forums, "
+      "Billy Tallis, 2020: only enterprise drives have them); its write buffer is the 512 MB "
+      "LPDDR4 (ssdwiki.com, 970 PRO) and Flush/FUA make writes durable" },
     { NULL, NULL, NULL }
 };
 
 static const NhPreset pro970 = {
     "970pro", "Samsung 970 PRO (512 GB), PCIe 3.0 x4, 64-layer MLC V-NAND, as NVMeVirt "
     "calibrated it (NVMeVirt's values, not Samsung's)",
-    "not modelled: NVMeVirt's 1 MiB early-completion write buffer (the drive has no "
-    "power-loss protection, and the least buffer-size is a block, 4 MiB here)",
+    "NVMeVirt's 1 MiB early-completion write buffer is the volatile stage (stripe-merge, "
+    "stage-volatile): lost at a power cut unless flushed",
     pro970_values,
 };
 

@@ -75,6 +75,10 @@ typedef struct NhFtlOps {
     /* deallocate whole pages: they become invalid and are never copied again */
     uint64_t (*trim)(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);
     uint64_t (*flush)(void *ftl, uint64_t now);
+    /* power fails: what the FTL held in volatile memory and had not programmed is gone, @lost
+     * told each lost page's lpn once the FTL is consistent again (its mapping then what was
+     * programmed); NULL = nothing volatile */
+    void (*power_loss)(void *ftl, void (*lost)(void *, uint64_t), void *opaque);
     /* called before each request: a chance to clean in the background; @defer is true while
      * priority requests are outstanding (seed 001's priority-aware cleaning) */
     void (*background)(void *ftl, uint64_t now, bool defer);

@@ -203,6 +203,13 @@ uint64_t pmap_flush(void *ftl, uint64_t now)
     return nh_stage_flush(&f->stage, now);
 }
 
+void pmap_power_loss(void *ftl, void (*lost)(void *, uint64_t), void *opaque)
+{
+    PmapFtl *f = ftl;
+    /* a staged page is not in l2p until its program starts: l2p is what was programmed */
+    nh_stage_power_loss(&f->stage, lost, opaque);
+}
+
 void pmap_background(void *ftl, uint64_t now, bool defer)
 {
     PmapFtl *f = ftl;

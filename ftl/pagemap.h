@@ -73,6 +73,7 @@ void pmap_destroy(void *ftl);
 uint64_t pmap_read(void *ftl, uint64_t lpn, uint64_t npages, uint64_t now);
 uint64_t pmap_write(void *ftl, const NhFtlWrite *w, uint64_t now);
 uint64_t pmap_flush(void *ftl, uint64_t now);
+void pmap_power_loss(void *ftl, void (*lost)(void *, uint64_t), void *opaque);
 void pmap_background(void *ftl, uint64_t now, bool defer);
 void pmap_idle(void *ftl);
 bool pmap_is_mapped(void *ftl, uint64_t lpn);
@@ -93,6 +94,7 @@ uint64_t pmap_stream_unit(void *ftl, uint16_t tag, bool close);
     .create = (create_fn),                                                          \
     .destroy = pmap_destroy,                                                        \
     .read = pmap_read,                                                              \
+    .power_loss = pmap_power_loss,                                                  \
     .write = pmap_write,                                                            \
     .trim = (trim_fn),                                                              \
     .flush = pmap_flush,                                                            \

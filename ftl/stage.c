@@ -13,17 +13,23 @@ static const NhConfigKey stage_keys[] = {
       "ftl=page or dftl: stage writes until a full stripe (a page, with one-shot a word line, "
       "on every plane) and program it at once (seed 001); flush, FUA or one t-prog of waiting "
       "forces a partial stripe out" },
+    { "stage-volatile", NH_KEY_ENUM, 0, 0, "off", 0, 0, switch_names, false,
+      "the staged writes are in volatile memory (a client drive without power-loss "
+      "protection): the device reports a volatile write cache, and a power cut loses what is "
+      "staged unless a Flush or FUA programmed it; needs staging (stripe-merge=on or one-shot)" },
     { NULL },
 };
 
 /* The staging counters (docs/statistics.md) */
-enum { STRIPE_MERGES, STRIPE_PARTIAL, STRIPE_PAGES, STRIPE_OVERWRITES, STRIPE_PADDING };
+enum { STRIPE_MERGES, STRIPE_PARTIAL, STRIPE_PAGES, STRIPE_OVERWRITES, STRIPE_PADDING,
+       STRIPE_LOST };
 static const NhStat stage_counters[] = {
     [STRIPE_MERGES] = { .path = "ftl.stripe_merges" },
     [STRIPE_PARTIAL] = { .path = "ftl.stripe_partial" },
     [STRIPE_PAGES] = { .path = "ftl.stripe_pages" },
     [STRIPE_OVERWRITES] = { .path = "ftl.stripe_overwrites" },
     [STRIPE_PADDING] = { .path = "ftl.stripe_padding" },
+    [STRIPE_LOST] = { .path = "ftl.stripe_lost" },
     { .path = NULL },
 };
 
@@ -36,6 +42,7 @@ static void stage_decode(const NhPartIn *in, void *settings)
     uint32_t wl = nh_config_sub(cfg) * (cfg->one_shot == NH_ON ? 3 : 1);
 
     s->merge = in->keys[0] == NH_ON;
+    s->lossy = in->keys[1] == NH_ON;
     s->sub = nh_config_sub(cfg);
     if (s->merge || wl > 1) {
         s->unit = wl * (s->merge ? cfg->channels * cfg->ways * cfg->dies * cfg->planes : 1);
@@ -67,6 +74,13 @@ static bool stage_check(const NhPartIn *in, const void *settings, const void *co
                     "ftl=%s", in->cfg->ftl);
         return false;
     }
+    if (s->lossy && !s->unit) {
+        /* without staging every write is on NAND when it completes: nothing could be lost */
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "stage-volatile: nothing is staged to lose: set stripe-merge=on (or "
+                    "one-shot=on with a multi-page word line)");
+        return false;
+    }
     if (s->sub > 1 && !s->merge) {
         /* staging one flash page per stream would leave two pages' programs in flight (its
          * two halves): a random write load would run at 2 pages per t-prog */
@@ -96,7 +110,7 @@ void nh_stage_init(NhStage *s, const NhFtlEnv *env, NhBlocks *b, const uint32_t 
     const NhStageSettings *set = env->parts->settings[NH_PART_stage];
 
     *s = (NhStage){
-        .unit = set->unit, .nbuf = pl ? pl->nstreams : 1,
+        .unit = set->unit, .nbuf = pl ? pl->nstreams : 1, .lossy = set->lossy,
         .wait = set->sub > 1 ? 0 : env->nand->t.t_prog, .b = b, .fwd = fwd, .pl = pl,
         .host_front = host_front,
         .ctr = env->parts->counters[NH_PART_stage], .put = put, .ctx = ctx,
@@ -281,7 +295,7 @@ void nh_stage_background(NhStage *s, uint64_t now)
      * program time later than it would have unstaged.  Not with map-unit: a forced stripe pads
      * its last flash page, and a unit reached NAND one at a time before (as a whole page)
      * only because it had to; the units wait for their stripe, a flush or a FUA, in the
-     * capacitor-protected buffer */
+     * buffer (capacitor-protected, or with stage-volatile lost at a cut unless flushed) */
     for (uint32_t bi = 0; bi < s->nbuf && s->unit && s->wait; bi++) {
         NhStageBuf *sb = &s->buf[bi];
         if (sb->n && now >= sb->first + s->wait) {
@@ -290,6 +304,24 @@ void nh_stage_background(NhStage *s, uint64_t now)
     }
 }
 
+void nh_stage_power_loss(NhStage *s, void (*lost)(void *, uint64_t), void *opaque)
+{
+    for (uint32_t bi = 0; bi < s->nbuf && s->unit && s->lossy; bi++) {
+        NhStageBuf *sb = &s->buf[bi];
+        /* every page leaves the buffer before the first report (the engine's contract) */
+        uint32_t n = sb->n;
+
+        for (uint32_t i = 0; i < n; i++) {
+            g_hash_table_remove(s->slot, LPN_KEY(sb->lpn[i]));
+        }
+        sb->n = 0;
+        sb->ready = 0;
+        s->ctr[STRIPE_LOST] += n;
+        for (uint32_t i = 0; i < n; i++) {
+            lost(opaque, sb->lpn[i]);
+        }
+    }
+}
 
 char *nh_stage_check(const NhStage *s, uint64_t lpages)
 {

@@ -21,7 +21,11 @@
  *    when the page's program ends.
  *  - When DStream merges streams away, their buffers are programmed at once (padded).
  *  - Nothing here is saved: front ends drain (nh_stage_flush through the FTL's flush) before a
- *    clean save, and the buffers are capacitor-protected, so power loss loses nothing.
+ *    clean save.  The buffers are capacitor-protected, so power loss loses nothing, unless
+ *    stage-volatile=on (a client drive's DRAM): then a cut loses every staged page
+ *    (nh_stage_power_loss) and the FTL keeps what was programmed, the pages' earlier mappings
+ *    (a page staged is mapped only when its unit's program starts, pmap_put).  A unit whose
+ *    program has started counts as programmed.
  */
 #ifndef NH_STAGE_H
 #define NH_STAGE_H
@@ -32,6 +36,7 @@
 /* The part's settings (part.h: nh_part_stage, key stripe-merge, counters ftl.stripe_*). */
 typedef struct NhStageSettings {
     bool     merge;         /* stripe-merge=on */
+    bool     lossy;         /* stage-volatile=on: a power cut loses what is staged */
     uint32_t unit;          /* pages programmed together; 0 without one-shot or stripe-merge */
     uint32_t sub;           /* mapping units in a flash page (map-unit) */
 } NhStageSettings;
@@ -51,6 +56,7 @@ typedef struct NhStageBuf {
 typedef struct NhStage {
     uint32_t     unit;      /* pages programmed together; 0 = no staging */
     uint32_t     nbuf;      /* buffers: the physical streams */
+    bool         lossy;     /* stage-volatile=on */
     NhStageBuf  *buf;
     GHashTable  *slot;      /* lpn + 1 -> buffer x unit + index + 1 */
     uint64_t     wait;      /* the longest a page stays staged: one tPROG; 0: no limit */
@@ -82,6 +88,9 @@ void nh_stage_drop(NhStage *s, uint64_t lpn);
 uint64_t nh_stage_flush(NhStage *s, uint64_t t);
 /* The bounded wait: units whose first page waited one tPROG by @now are programmed. */
 void nh_stage_background(NhStage *s, uint64_t now);
+/* Power fails: with stage-volatile every staged page is dropped, then @lost told its lpn; the
+ * buffers are empty before the first call.  Nothing with capacitor-protected buffers. */
+void nh_stage_power_loss(NhStage *s, void (*lost)(void *, uint64_t), void *opaque);
 char *nh_stage_check(const NhStage *s, uint64_t lpages);
 
 #endif

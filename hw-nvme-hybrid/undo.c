@@ -234,7 +234,9 @@ void nhc_undo_free(NhcCtrl *n)
 
 /* A lost buffered write: its sectors fall back to the bytes they held before it (kept above, or
  * still in the backend), zeroes when they held none (they are deallocated), or, past the cap,
- * the new bytes. */
+ * the new bytes.  A sector reported lost that no write touched since the last Flush keeps its
+ * flushed bytes: a volatile stage (stage-volatile) loses whole mapping units, a 512-byte write
+ * staging all of its 4 KiB. */
 static void nhc_undo_lost(void *opaque, uint64_t offset, uint64_t length)
 {
     NhcCtrl *n = opaque;
@@ -256,7 +258,7 @@ static void nhc_undo_lost(void *opaque, uint64_t offset, uint64_t length)
         } else if (old) {
             ret = blk_pwrite(n->blkconf.blk, offset, next - offset,
                              (uint8_t *)old + (offset - (lba << n->lba_shift)), 0);
-        } else if (kept || !u || !u->full) {
+        } else if (kept || !u) {
             ret = blk_pwrite_zeroes(n->blkconf.blk, offset, next - offset, BDRV_REQ_MAY_UNMAP);
         }
         if (ret < 0) {

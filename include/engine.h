@@ -130,7 +130,8 @@ typedef struct NhMediaBytes {
 void nh_engine_media_bytes(const NhEngine *eng, NhMediaBytes *m);
 
 /*
- * Does the device have a volatile write cache (a write buffer with buffer-volatile in force)?
+ * Does the device have a volatile write cache (a write buffer with buffer-volatile in force, or
+ * staging with stage-volatile=on)?
  * Then Flush and FUA writes drain it, and Identify should report VWC.  Fixed at creation.
  */
 bool nh_engine_volatile_write_cache(const NhEngine *eng);
@@ -182,8 +183,11 @@ void nh_engine_set_conditioning(NhEngine *eng, const NhConditioning *c);
  * range (sector granular) so the front end can make the data match (the device puts back what
  * the sectors held before, or zeroes), and the model forgets it.  Every lost page has left the
  * buffer before the first call, so requests served meanwhile (a front end's event loop) find
- * it consistent.  A capacitor-backed buffer and the stripe-merge staging area
- * (capacitor-protected) lose nothing.  The engine stays usable.
+ * it consistent.  A capacitor-backed buffer loses nothing, nor does the staging area
+ * (stripe-merge, one-shot) unless stage-volatile=on: then every page staged and not yet being
+ * programmed is lost, @lost told its bytes (whole pages), and the FTL maps what was programmed:
+ * the page's earlier version, or nothing.  A unit whose program has started survives.  The
+ * engine stays usable.
  * Power fails at @now (the front end's clock, >= every arrival so far): zoned writes and
  * appends not complete by then are lost too, a zone's write pointer going back to where its
  * data completed by @now ends (@lost told the bytes after it), and open zones close as at a

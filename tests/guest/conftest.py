@@ -149,6 +149,19 @@ class VmRun:
             self._out.close()
 
 
+def run_and_cut(cmd, device, disk, size, share, qmp):
+    """Run @cmd, which touches $S/ready and then sleeps, cut the power once it has, and check
+    that QEMU stopped before the command ended."""
+    run = VmRun(cmd, device=device, disk=disk, size=size, share=share, qmp=qmp)
+    try:
+        run.wait_for_file(share / "ready")
+        run.cut_power()
+        status, _ = run.wait()
+    finally:
+        run.kill()
+    assert status != 0, "vm-exec should report that QEMU stopped before the command ended"
+
+
 def vm(cmd, device="", disk=None, size="1G", share=None, timeout=300, qmp=None,
        qemu="", fmt=None, guest=None):
     """Boot a fresh guest, run the shell script `cmd` in it as root and

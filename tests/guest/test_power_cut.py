@@ -4,7 +4,7 @@ before (zeroes for LBAs never written, the flushed older version for an overwrit
 capacitor-backed buffer loses nothing.  The next start counts an unsafe shutdown either way."""
 import pytest
 
-from conftest import VmRun, check, seeded_bytes, smart, vm
+from conftest import check, run_and_cut, seeded_bytes, smart, vm
 
 MIB = 1 << 20
 
@@ -31,16 +31,8 @@ def _cut(share, tmp_path, volatile, script):
     (share / "a").write_bytes(seeded_bytes(21, MIB))
     (share / "b").write_bytes(seeded_bytes(22, MIB))
     disk = tmp_path / "d.img"
-    qmp_path = tmp_path / "qmp.sock"
     dev = f"buffer=lru,buffer-size=8M,buffer-volatile={volatile},ba-size=0"
-    run = VmRun(script, device=dev, disk=disk, size="256M", share=share, qmp=str(qmp_path))
-    try:
-        run.wait_for_file(share / "ready")
-        run.cut_power()
-        status, out = run.wait()
-    finally:
-        run.kill()
-    assert status != 0, "vm-exec should report that QEMU stopped before the command ended"
+    run_and_cut(script, dev, disk, "256M", share, str(tmp_path / "qmp.sock"))
     return dev, disk
 
 

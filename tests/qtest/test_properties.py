@@ -134,7 +134,6 @@ def test_keys_override_the_preset_in_any_order(qemu_binary, tmp_path, props):
 
 
 PRESETS = ["pm9a3", "970pro", "sz985", "pm9d3a"]
-MAP_UNIT_PRESETS = ["pm9a3", "pm9d3a"]      # 4 KiB units in 16 KiB pages: no zones, no hybrids
 # zones=4 on pm9a3 are 4 zones of a block on each of its 256 planes (3 GiB each): a sparse
 # image of 64 GiB holds them and the conventional space
 EXTRAS = [("fdp=on", 64 << 20), ("zones=4", 64 << 30), ("ftl=bast", 64 << 20),
@@ -154,17 +153,18 @@ def test_every_preset_builds_what_preset_none_builds(qemu_binary, tmp_path, extr
         reply = [json.loads(line) for line in r.stdout.splitlines() if '"return"' in line][1]
         cfg = json.loads(reply["return"])["config"]
         dropped = cfg["preset-dropped"]
-        units = preset in MAP_UNIT_PRESETS and (extra.startswith("ftl=") or extra == "zones=4")
-        if units:
-            assert cfg["map-unit"] == "auto", cfg
-            assert dropped.pop("map-unit").startswith("4K: " + ("map-unit: " if
-                                                               extra.startswith("ftl=") else
-                                                               "zones: a zoned region needs "
-                                                               "map-unit=auto")), dropped
-        if extra.startswith("ftl=") and preset != "970pro":
+        # the presets' 4 KiB mapping units (and 970pro's volatile stage) need the stage, which
+        # the hybrids lack, and zones need whole-page mapping
+        want = {"970pro": {"map-unit", "stage-volatile"}, "pm9a3": {"map-unit"},
+                "pm9d3a": {"map-unit"}}.get(preset, set())
+        if extra.startswith("ftl="):
             assert cfg["stripe-merge"] == "off", cfg
             assert dropped["stripe-merge"].startswith("on: stripe-merge: only ftl=page"), dropped
             assert f"preset {preset}'s stripe-merge dropped (was on: " in r.stderr, r.stderr
+            assert set(dropped) == want | {"stripe-merge"}, dropped
+        elif extra == "zones=4" and want:
+            assert set(dropped) == {"map-unit"}, dropped
+            assert dropped["map-unit"].startswith("4K: zones: a zoned region needs"), dropped
         else:
             assert dropped == {}, dropped
 

@@ -276,7 +276,8 @@ static void test_refusals(void)
             "alloc: dynamic does not go with stripe-merge=on, which places each stripe on every "
             "plane itself");
     refused("zones=2,page-size=16K,map-unit=4K,stripe-merge=on",
-            "zones: a zoned region needs map-unit=auto (got map-unit=4K with page-size=16K)");
+            "zones: a zoned region needs map-unit=auto (got map-unit=4K, smaller than the 16K "
+            "flash page)");
 }
 
 /* The discipline check: a flash page's units are programmed in one batch, all of them. */
