@@ -550,6 +550,18 @@ static bool map_unit_check(const NhConfig *cfg, GError **errp)
                     cfg->map_unit);
         return false;
     }
+    /* GC programs each victim's copies as whole flash pages, padding the last (up to sub - 1
+     * units): a greedy victim on a block of few pages frees about pages x sub x spare units,
+     * which below a page or two the padding uses up, and GC then frees nothing and erases the
+     * same blocks for ever (pages=4 on pm9a3's 16 KiB pages at op=12% did).  16 pages keep two
+     * pages' worth free at op=12%. */
+    if (nh_config_sub(cfg) > 1 && cfg->pages < 16) {
+        g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
+                    "map-unit: blocks of %u flash pages are too small for units smaller than a "
+                    "page: GC pads each victim's last page and could free nothing; use pages=16 "
+                    "or more, or map-unit=auto", cfg->pages);
+        return false;
+    }
     if ((uint64_t)cfg->planes * wl > 64) {
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG,
                     "map-unit: %u planes x %u units a program covers (page-size %u / map-unit "

@@ -26,10 +26,12 @@ def test_quick_run_compares_every_published_figure(tmp_path):
         assert row["error"] == pytest.approx(row["ours"] / row["published"] - 1)
     # the link (host-mbps=3200) holds 128 KiB reads below the 16 channels' 12.8 GB/s
     assert 2500 < rows["seq_read_mbps"]["ours"] <= 3200
-    # 1 GiB of sz985 at 128 blocks a plane: 262,144 pages / (128 planes x 128) = 16 pages a
-    # block, the 1.5 ms erase scaled by 16/256, and the blocks that hold 1 GiB at op=27%:
-    # ceil(262,144 x 100 / (73 x 128 planes x 16)) = 176
-    assert res["device"] == "preset=sz985,pages=16,t-erase=93750ns,streams=0,blocks=176"
+    # --quick's 4 GiB of sz985 at 128 blocks a plane: 1,048,576 pages / (128 planes x 128) =
+    # 64 pages a block, the 1.5 ms erase scaled by 64/256, and the blocks that hold 4 GiB at
+    # op=27%: ceil(1,048,576 x 100 / (73 x 128 planes x 64)) = 176
+    assert res["device"] == "preset=sz985,pages=64,t-erase=375000ns,streams=0,blocks=176"
+    # sz985's sheet is a datacenter drive's: its random writes are the cliff's sustained end
+    assert rows["rand_write_iops"]["ours"] == res["measured"]["cliff_iops"][-1]
     assert len(res["measured"]["cliff_iops"]) == 6
     assert sorted(res["measured"]["iops"]["rr"]) == ["1", "32"]
     assert "sz985" in r.stdout and "misses by >10%" in r.stdout

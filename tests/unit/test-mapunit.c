@@ -265,6 +265,11 @@ static void test_refusals(void)
             "map-unit: only ftl=page and ftl=dftl map units smaller than a flash page "
             "(map-unit=4096, page-size=16384), got ftl=sast");
     refused("page-size=8K,map-unit=16K", "map-unit: must be at most page-size (8192), got 16384");
+    /* pm9a3's pages at 4 pages a block livelocked GC (bench-validate --quick) */
+    refused("page-size=16K,map-unit=4K,stripe-merge=on,pages=8",
+            "map-unit: blocks of 8 flash pages are too small for units smaller than a page: GC "
+            "pads each victim's last page and could free nothing; use pages=16 or more, or "
+            "map-unit=auto");
     refused("map-unit=12K", "map-unit: must be 4K, 8K, 16K or 32K, got 12K");
     refused("map-unit=2K", "map-unit: must be between 4096 and 32768 or 'auto', got 2K");
     refused("planes=16,page-size=32K,map-unit=4K,stripe-merge=on",
