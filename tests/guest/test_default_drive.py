@@ -35,24 +35,31 @@ snap 1
 """
 
 
-def test_default_drive_is_pm9a3_and_verifies(share):
+def random_writes(share, device):
+    """fio's verified 4 KiB random writes (JOB) on @device, then a Flush: the statistics after
+    them and their difference from before."""
     (share / "job.fio").write_text(JOB)
-    # "preset=pm9a3" only so that conftest does not put the tests' preset=none first: it is
-    # what a device without keys gets (/config/preset-default checks that)
-    status, out = vm(SCRIPT, device="preset=pm9a3", share=share, timeout=400)
+    status, out = vm(SCRIPT, device=device, share=share, timeout=400)
     check(status, out)
     assert (share / "fio.rc").read_text().strip() == "0", out
     job = load_json(share, "fio.json")["jobs"][0]
     assert job["error"] == 0
     assert job["write"]["io_bytes"] == 16 << 20
     after = stats(share, "1")
+    d = delta(after, stats(share, "0"))
+    assert d["host.write_bytes"] == 16 << 20
+    return after, d
+
+
+def test_default_drive_is_pm9a3_and_verifies(share):
+    # "preset=pm9a3" only so that conftest does not put the tests' preset=none first: it is
+    # what a device without keys gets (/config/preset-default checks that)
+    after, d = random_writes(share, "preset=pm9a3")
     cfg = after["config"]
     assert cfg["preset"] == "pm9a3"
     assert cfg["page-size"] == "16K"
     assert (cfg["map-unit"], cfg["stripe-merge"], cfg["preset-dropped"]) == ("4K", "on", {})
     assert after["geometry"]["parallel_units"] == 256
-    d = delta(after, stats(share, "0"))
-    assert d["host.write_bytes"] == 16 << 20
     assert d["ftl.rmw_reads"] == 0, d
     # 4,096 units, each written once, the Flush padding the last flash page (3 units at most)
     assert 4096 <= d["nand.page_programs"] <= 4096 + 3, d
