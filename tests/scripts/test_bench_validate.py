@@ -30,8 +30,6 @@ def test_quick_run_compares_every_published_figure(tmp_path):
     # 64 pages a block, the 1.5 ms erase scaled by 64/256, and the blocks that hold 4 GiB at
     # op=27%: ceil(1,048,576 x 100 / (73 x 128 planes x 64)) = 176
     assert res["device"] == "preset=sz985,pages=64,t-erase=375000ns,streams=0,blocks=176"
-    # sz985's sheet is a datacenter drive's: its random writes are the cliff's sustained end
-    assert rows["rand_write_iops"]["ours"] == res["measured"]["cliff_iops"][-1]
     assert len(res["measured"]["cliff_iops"]) == 6
     assert sorted(res["measured"]["iops"]["rr"]) == ["1", "32"]
     assert "sz985" in r.stdout and "misses by >10%" in r.stdout
