@@ -110,8 +110,8 @@ static const NhPresetValue pro970_values[] = {
 static const NhPreset pro970 = {
     "970pro", "Samsung 970 PRO (512 GB), PCIe 3.0 x4, 64-layer MLC V-NAND, as NVMeVirt "
     "calibrated it (NVMeVirt's values, not Samsung's)",
-    "NVMeVirt's 1 MiB early-completion write buffer is the volatile stage (stripe-merge, "
-    "stage-volatile): lost at a power cut unless flushed",
+    "controller throughput (NVMeVirt's firmware time is a delay here, not a resource; "
+    "docs/presets.md)",
     pro970_values,
 };
 
