@@ -403,6 +403,17 @@ char *nh_config_dropped(const NhConfig *cfg, const NhConfigKey *k)
     return why;
 }
 
+void nh_config_foreach_dropped(const NhConfig *cfg, NhDroppedFn fn, void *opaque)
+{
+    for (size_t i = 0; i < nh_config_nkeys(); i++) {
+        char *why = nh_config_dropped(cfg, nh_config_key(i));
+        if (why) {
+            fn(nh_config_key(i)->name, why, opaque);
+            g_free(why);
+        }
+    }
+}
+
 bool nh_config_set(NhConfig *cfg, const char *key, const char *value, GError **errp)
 {
     const NhConfigKey *k = nh_config_find(key);

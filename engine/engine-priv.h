@@ -105,7 +105,6 @@ bool nh_engine_zoned_range(const NhEngine *eng, const NhRequest *req, GError **e
 bool nh_engine_zoned_submit(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t *done,
                             GError **errp);
 
-/* The host counters of a request that arrived at @now and completes at @t. */
 /* Every request and zone operation goes through the same steps: its arrival time checked
  * (nh_engine_check_now, before anything changes), time brought to it for the rest of the
  * device (nh_engine_arrive: the scheduler, background cleaning, deferred while a priority
@@ -115,6 +114,7 @@ bool nh_engine_zoned_submit(NhEngine *eng, const NhRequest *req, uint64_t now, u
 bool nh_engine_check_now(uint64_t now, GError **errp);
 uint64_t nh_engine_arrive(NhEngine *eng, uint64_t now, const NhRequest *req);
 void nh_engine_complete(NhEngine *eng, uint64_t now, uint64_t t, uint64_t *done);
+/* The host counters of a request that arrived at @now and completes at @t. */
 void nh_engine_count_host(NhEngine *eng, const NhRequest *req, uint64_t now, uint64_t t);
 /* @bytes over one direction of the host link (host-mbps), ready at @ready: when they have
  * crossed; *slot says where the booking went, for nh_engine_host_unbook() when the request

@@ -330,6 +330,12 @@ static void add_hist(JsonBuilder *b, const char *key, const NhHist *h)
     json_builder_end_object(b);
 }
 
+static void add_dropped(const char *key, const char *why, void *opaque)
+{
+    json_builder_set_member_name(opaque, key);
+    json_builder_add_string_value(opaque, why);
+}
+
 static void add_config(JsonBuilder *b, const NhConfig *cfg)
 {
     json_builder_set_member_name(b, "config");
@@ -343,14 +349,7 @@ static void add_config(JsonBuilder *b, const NhConfig *cfg)
     /* the preset's values the rest of the configuration refused (nh_config_settle) */
     json_builder_set_member_name(b, "preset-dropped");
     json_builder_begin_object(b);
-    for (size_t i = 0; i < nh_config_nkeys(); i++) {
-        char *why = nh_config_dropped(cfg, nh_config_key(i));
-        if (why) {
-            json_builder_set_member_name(b, nh_config_key(i)->name);
-            json_builder_add_string_value(b, why);
-            g_free(why);
-        }
-    }
+    nh_config_foreach_dropped(cfg, add_dropped, b);
     json_builder_end_object(b);
     json_builder_end_object(b);
 }

@@ -20,12 +20,11 @@
  *    issuing pages together; nested pairs are one batch, the outermost's), a page program
  *    joins the die's latest operation if nothing else was booked on the die since, it is a
  *    program of the same word line (the same page offset; with one-shot, the same group of 3
- *    pages) and its plane and page are not in it yet: its
- *    transfer follows the others on the bus and one tPROG, started after the last transfer,
- *    covers them all.  Reads likewise share one tR (the same flash page, or the same page offset
- *    of another plane), their transfers serial.  On one plane, every page of an operation is in
- *    one block.  Outside a batch every operation is a page of
- *    its own.
+ *    pages) and its plane and page are not in it yet: its transfer follows the others on the
+ *    bus and one tPROG, started after the last transfer, covers them all.  Reads likewise share
+ *    one tR (the same flash page, or the same page offset of another plane), their transfers
+ *    serial.  On one plane, every page of an operation is in one block.  Outside a batch every
+ *    operation is a page of its own.
  *  - Mapping units (map-unit below page-size): a "page" here is a mapping unit (the geometry's
  *    page_size and pages are the unit's), a flash page is sub consecutive units of a block, a
  *    transfer moves one unit (a read moves only the units read) and a program operation covers

@@ -306,19 +306,24 @@ void nh_stage_background(NhStage *s, uint64_t now)
 
 void nh_stage_power_loss(NhStage *s, void (*lost)(void *, uint64_t), void *opaque)
 {
-    for (uint32_t bi = 0; bi < s->nbuf && s->unit && s->lossy; bi++) {
-        NhStageBuf *sb = &s->buf[bi];
-        /* every page leaves the buffer before the first report (the engine's contract) */
-        uint32_t n = sb->n;
+    g_autofree uint32_t *n = NULL;
 
-        for (uint32_t i = 0; i < n; i++) {
-            g_hash_table_remove(s->slot, LPN_KEY(sb->lpn[i]));
-        }
-        sb->n = 0;
-        sb->ready = 0;
-        s->ctr[STRIPE_LOST] += n;
-        for (uint32_t i = 0; i < n; i++) {
-            lost(opaque, sb->lpn[i]);
+    if (!s->unit || !s->lossy) {
+        return;
+    }
+    /* every buffer is emptied before the first report (the engine's contract); the lpns stay
+     * in the arrays to be reported */
+    n = g_new(uint32_t, s->nbuf);
+    g_hash_table_remove_all(s->slot);
+    for (uint32_t bi = 0; bi < s->nbuf; bi++) {
+        n[bi] = s->buf[bi].n;
+        s->buf[bi].n = 0;
+        s->buf[bi].ready = 0;
+        s->ctr[STRIPE_LOST] += n[bi];
+    }
+    for (uint32_t bi = 0; bi < s->nbuf; bi++) {
+        for (uint32_t i = 0; i < n[bi]; i++) {
+            lost(opaque, s->buf[bi].lpn[i]);
         }
     }
 }

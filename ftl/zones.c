@@ -125,9 +125,9 @@ static bool zones_check(const NhPartIn *in, const void *settings, const void *co
     }
     if (nh_config_sub(c) > 1) {
         /* a zone's pages are programmed one program unit at a time from its write pointer
-         * (zoned.c), which knows no units smaller than a flash page */
-        /* map-unit's value as the key spells it, and no other key=value, so that a preset's
-         * map-unit this refuses is the one found and dropped (nh_config_settle) */
+         * (zoned.c), which knows no units smaller than a flash page.  map-unit's value as the
+         * key spells it, and no other key=value, so that a preset's map-unit this refuses is
+         * the one found and dropped (nh_config_settle) */
         g_set_error(errp, NH_ERROR, NH_ERROR_CONFIG, "zones: a zoned region needs map-unit=auto "
                     "(got map-unit=%uK, smaller than the %uK flash page)", c->map_unit >> 10,
                     c->page_size >> 10);

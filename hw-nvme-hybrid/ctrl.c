@@ -269,16 +269,11 @@ static void nhc_free(NhcCtrl *n)
 
 /* A preset's value the other properties refused is gone (nh_config_settle): said once, at
  * start, besides the statistics' config.preset-dropped. */
-static void nhc_warn_dropped(const NhcCtrl *n)
+static void nhc_warn_dropped(const char *key, const char *why, void *opaque)
 {
-    for (size_t i = 0; i < nh_config_nkeys(); i++) {
-        const NhConfigKey *k = nh_config_key(i);
-        g_autofree char *why = nh_config_dropped(&n->cfg, k);
-        if (why) {
-            warn_report("nvme-hybrid: preset %s's %s dropped (was %s)", n->cfg.preset, k->name,
-                        why);
-        }
-    }
+    const NhcCtrl *n = opaque;
+
+    warn_report("nvme-hybrid: preset %s's %s dropped (was %s)", n->cfg.preset, key, why);
 }
 
 static void nhc_realize(PCIDevice *pci, Error **errp)
@@ -298,7 +293,7 @@ static void nhc_realize(PCIDevice *pci, Error **errp)
         error_setg(errp, "%s", gerr->message);
         return;
     }
-    nhc_warn_dropped(n);
+    nh_config_foreach_dropped(&n->cfg, nhc_warn_dropped, n);
     if (!nhc_zns_realize(n, errp)) {
         return;
     }

@@ -179,6 +179,10 @@ bool nh_config_settle(NhConfig *cfg, GError **errp);
 /* For a key whose preset value was dropped: "VALUE: why" (the check's refusal of the value
  * with the rest of @cfg as it is); NULL for any other key.  Caller frees. */
 char *nh_config_dropped(const NhConfig *cfg, const NhConfigKey *k);
+/* @fn(key, "VALUE: why", @opaque) for every key whose preset value was dropped, in key order:
+ * what the statistics' config.preset-dropped lists and the device and simulator say at start. */
+typedef void (*NhDroppedFn)(const char *key, const char *why, void *opaque);
+void nh_config_foreach_dropped(const NhConfig *cfg, NhDroppedFn fn, void *opaque);
 
 const NhConfigKey *nh_config_find(const char *key);
 

@@ -860,6 +860,12 @@ static void warn_backwards(const Scan *scan)
  * touches sets the capacity, rounded up to a GiB unless that passes 2^64 (the engine refuses
  * such a size).
  */
+static void warn_dropped(const char *key, const char *why, void *preset)
+{
+    fprintf(stderr, "nvme-hybrid-sim: preset %s's %s dropped (was %s)\n", (const char *)preset,
+            key, why);
+}
+
 static NhEngine *engine_for(const NhConfig *cfg, uint64_t *capacity, uint64_t max_end, GError **err)
 {
     NhEngine *eng;
@@ -874,15 +880,9 @@ static NhEngine *engine_for(const NhConfig *cfg, uint64_t *capacity, uint64_t ma
         g_prefix_error(err, "the highest byte the trace touches sets the capacity "
                        "(--capacity or --fit set another): ");
     }
-    /* a preset's value the other keys refused is gone: say so where the run is read too */
-    for (size_t i = 0; eng && i < nh_config_nkeys(); i++) {
-        const NhConfigKey *k = nh_config_key(i);
-        char *why = nh_config_dropped(nh_engine_config(eng), k);
-        if (why) {
-            fprintf(stderr, "nvme-hybrid-sim: preset %s's %s dropped (was %s)\n",
-                    cfg->preset, k->name, why);
-            g_free(why);
-        }
+    if (eng) {
+        /* a preset's value the other keys refused is gone: say so where the run is read too */
+        nh_config_foreach_dropped(nh_engine_config(eng), warn_dropped, (void *)cfg->preset);
     }
     return eng;
 }
