@@ -385,15 +385,16 @@ bool nh_config_settle(NhConfig *cfg, GError **errp)
 
 char *nh_config_dropped(const NhConfig *cfg, const NhConfigKey *k)
 {
-    NhConfig c = *cfg;
-    const NhPresetValue *v = preset_value(cfg, k);
+    const NhPresetValue *v = bit(cfg->dropped, k) ? preset_value(cfg, k) : NULL;
+    NhConfig c;
     GError *err = NULL;
     char *why;
     bool ok;
 
-    if (!bit(cfg->dropped, k) || !v) {
+    if (!v) {
         return NULL;
     }
+    c = *cfg;
     ok = nh_key_set(&c, k, v->value, NULL);
     g_assert(ok);       /* test-config parses every preset's values */
     why = nh_config_check(&c, &err) ? g_strdup_printf("%s: refused with the other values "
